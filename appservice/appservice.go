@@ -1,0 +1,234 @@
+// Package appservice is the reference app service behind the partnergate gateway: it
+// receives the links the gateway verified, resolves who they are for in its database and
+// answers one-time login URLs into a small web application. Subpackages: store (the
+// database) and web (the HTTP handlers and pages); this package assembles them.
+package appservice
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/appservice/web"
+)
+
+// Config is the app service's configuration; cmd/appservice fills it from flags and
+// environment.
+type Config struct {
+	// Listen is the listen address. Default 127.0.0.1:9080: loopback, so only the gateway on
+	// the same host reaches it; the assertion is the proof, loopback the second wall.
+	Listen string
+	// Database is a SQLite file path or a postgres:// URL. Default ./data/appservice.db.
+	Database string
+	// PublicURL is the address browsers reach the gateway at. Default http://localhost:8080.
+	PublicURL string
+	// FrameAncestors is the CSP frame-ancestors source list. Default 'self'.
+	FrameAncestors string
+	// UpstreamSecret is the gateway's upstream_secret; required, at least 32 bytes.
+	UpstreamSecret string
+	// AppSecret keys the ssn hashes and CSRF tokens. When empty it is read from SecretFile,
+	// which is created with a random secret when missing.
+	AppSecret string
+	// SecretFile holds the app secret when AppSecret is empty. Default ./data/app.secret.
+	SecretFile string
+	// Instructor is the first service account, created at start when no account has its
+	// username. When its password is empty and the account must be created, a random one is
+	// made and written to Stdout once.
+	Instructor Instructor
+	// Logger is the structured logger; discard when nil.
+	Logger *slog.Logger
+	// Stdout receives the generated first password; os.Stdout when nil.
+	Stdout io.Writer
+}
+
+// Instructor describes the first service account.
+type Instructor struct {
+	Username    string
+	Email       string
+	DisplayName string
+	Password    string
+}
+
+// Server is a running app service.
+type Server struct {
+	Addr  string // the address it listens on, with the port chosen when Listen ended in :0
+	store *store.Store
+	srv   *http.Server
+	done  chan error
+	stop  chan struct{}
+}
+
+// Start opens the database (running migrations), ensures the first instructor and starts
+// serving. Stop with Shutdown.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:9080"
+	}
+	if cfg.Database == "" {
+		cfg.Database = filepath.Join("data", "appservice.db")
+	}
+	if cfg.SecretFile == "" {
+		cfg.SecretFile = filepath.Join("data", "app.secret")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if len(cfg.UpstreamSecret) < 32 {
+		return nil, errors.New("upstream secret (PARTNERGATE_UPSTREAM_SECRET) missing or shorter than 32 bytes: it must equal the gateway's upstream_secret")
+	}
+	secret := []byte(cfg.AppSecret)
+	if len(secret) == 0 {
+		var err error
+		if secret, err = loadOrCreateSecret(cfg.SecretFile, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	if len(secret) < 32 {
+		return nil, errors.New("app secret shorter than 32 bytes")
+	}
+	st, err := store.Open(ctx, cfg.Database, store.Options{SSNKey: derive(secret, "ssn")})
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	if err := ensureInstructor(ctx, st, cfg); err != nil {
+		st.Close()
+		return nil, err
+	}
+	h, err := web.New(web.Config{
+		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
+		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, Logger: cfg.Logger,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+		cfg.Logger.Warn("listening beyond loopback: only the gateway assertion protects the link endpoints", "addr", ln.Addr().String())
+	}
+	s := &Server{
+		Addr:  ln.Addr().String(),
+		store: st,
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
+		done: make(chan error, 1),
+		stop: make(chan struct{}),
+	}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	go s.sweep(cfg.Logger)
+	cfg.Logger.Info("app service started", "addr", s.Addr, "database", st.Dialect())
+	return s, nil
+}
+
+// sweep deletes expired sessions and codes every few minutes until the server stops.
+func (s *Server) sweep(log *slog.Logger) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.store.DeleteExpired(context.Background()); err != nil {
+				log.Error("deleting expired sessions failed", "error", err.Error())
+			}
+		}
+	}
+}
+
+// Shutdown stops accepting requests, waits for those in flight and closes the database.
+func (s *Server) Shutdown(ctx context.Context) error {
+	close(s.stop)
+	err := s.srv.Shutdown(ctx)
+	if cerr := s.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Done reports the server's exit.
+func (s *Server) Done() <-chan error { return s.done }
+
+// derive makes independent keys for each use from one secret.
+func derive(secret []byte, label string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("partnergate-appservice-" + label))
+	return m.Sum(nil)
+}
+
+func loadOrCreateSecret(path string, log *slog.Logger) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading app secret: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating data folder: %w", err)
+	}
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	secret := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating app secret: %w", err)
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	log.Info("generated the app secret; keep it: the ssn hashes depend on it", "path", path)
+	return []byte(secret), nil
+}
+
+func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {
+	in := cfg.Instructor
+	if in.Username == "" {
+		return nil
+	}
+	generated := false
+	if in.Password == "" {
+		raw := make([]byte, 12)
+		rand.Read(raw)
+		in.Password = hex.EncodeToString(raw)
+		generated = true
+	}
+	if in.DisplayName == "" {
+		in.DisplayName = in.Username
+	}
+	created, err := st.EnsureInstructor(ctx, in.Username, in.Email, in.DisplayName, in.Password)
+	if err != nil {
+		return fmt.Errorf("creating the first instructor: %w", err)
+	}
+	if created {
+		cfg.Logger.Info("created the first instructor account", "username", strings.ToLower(in.Username))
+		if generated {
+			fmt.Fprintf(cfg.Stdout, "First instructor account: username %s, password %s (shown once)\n", strings.ToLower(in.Username), in.Password)
+		}
+	}
+	return nil
+}

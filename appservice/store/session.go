@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Account roles.
+const (
+	RoleInstructor = "instructor" // signs in with a password; employees link to it
+	RoleMember     = "member"     // a contact's account for the Go client; signed in by links only
+)
+
+// Errors of the one-time code exchange and of sessions. The web application shows them as
+// distinct messages and codes; none reveals whether some other code exists.
+var (
+	ErrCodeInvalid = errors.New("login code unknown")
+	ErrCodeUsed    = errors.New("login code already used")
+	ErrCodeExpired = errors.New("login code expired")
+	ErrNoSession   = errors.New("no valid session")
+)
+
+// newSecret returns a random 256-bit token, base64url, and the hash under which the database
+// keeps it: a stolen copy of the database holds no usable code or session.
+func newSecret() (raw, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	raw = base64.RawURLEncoding.EncodeToString(b)
+	return raw, hashSecret(raw), nil
+}
+
+func hashSecret(raw string) string {
+	h := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(h[:])
+}
+
+// Account is a service account.
+type Account struct {
+	ID          int64
+	Role        string
+	Username    string
+	Email       string
+	DisplayName string
+}
+
+// Organization is a partner's organization.
+type Organization struct {
+	ID        int64
+	Partner   string
+	PartnerID string
+	Name      string
+}
+
+// Contact is a contact as the pages show it. The identity number is never readable.
+type Contact struct {
+	ID         int64
+	PartnerID  string
+	Firstname  string
+	Middlename string
+	Lastname   string
+	Birthdate  string
+	Email      string
+}
+
+// Name is the contact's full name.
+func (c *Contact) Name() string { return displayName(c.Firstname, c.Middlename, c.Lastname) }
+
+// Employee is a partner's user of the main client.
+type Employee struct {
+	ID        int64
+	Partner   string
+	PartnerID string
+	Username  string
+	Firstname string
+	Lastname  string
+	Email     string
+	AccountID int64
+}
+
+// Session is a server-side session as the pages use it.
+type Session struct {
+	// Pending is set when the session only waits for Employee to sign in; Account is nil.
+	Pending      bool
+	Account      *Account
+	Employee     *Employee
+	Organization *Organization
+	Contact      *Contact
+	CaseID       string
+	ExpiresAt    time.Time
+}
+
+// Exchanged is the outcome of ExchangeCode.
+type Exchanged struct {
+	Token   string // the session token, in clear only here
+	Session *Session
+}
+
+// ExchangeCode redeems a one-time login code for a new session. The code is marked used in
+// the same statement that checks it is unused and unexpired, so two concurrent exchanges of
+// one code cannot both succeed. A main-client link whose employee has no service account yet
+// gives a pending session that SignIn completes.
+func (s *Store) ExchangeCode(ctx context.Context, code string) (*Exchanged, error) {
+	if code == "" || len(code) > 128 {
+		return nil, ErrCodeInvalid
+	}
+	token, tokenHash, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	codeHash := hashSecret(code)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE login_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?`), now, codeHash, now)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			var expires int64
+			var used sql.NullInt64
+			err := tx.QueryRowContext(ctx, s.q(`SELECT expires_at, used_at FROM login_codes WHERE code_hash = ?`), codeHash).Scan(&expires, &used)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return ErrCodeInvalid
+			case err != nil:
+				return err
+			case used.Valid:
+				return ErrCodeUsed
+			default:
+				return ErrCodeExpired
+			}
+		}
+		var linkID, orgID, contactID int64
+		var employeeID, accountID sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT l.id, l.organization_id, l.contact_id, l.employee_id, COALESCE(l.account_id, e.account_id)
+FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id
+WHERE c.code_hash = ?`), codeHash).Scan(&linkID, &orgID, &contactID, &employeeID, &accountID); err != nil {
+			return err
+		}
+		ttl := s.opts.SessionTTL
+		if !accountID.Valid {
+			ttl = s.opts.PendingTTL
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, contactID, linkID, now, now+ttl.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.Session(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &Exchanged{Token: token, Session: sess}, nil
+}
+
+// Session returns the unexpired session of token.
+func (s *Store) Session(ctx context.Context, token string) (*Session, error) {
+	if token == "" || len(token) > 128 {
+		return nil, ErrNoSession
+	}
+	var (
+		accountID, employeeID, orgID, contactID sql.NullInt64
+		expires                                 int64
+		caseID                                  sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT s.account_id, s.employee_id, s.organization_id, s.contact_id, s.expires_at, l.case_id
+FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND s.expires_at > ?`),
+		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &contactID, &expires, &caseID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	sess := &Session{Pending: !accountID.Valid, CaseID: caseID.String, ExpiresAt: time.UnixMilli(expires)}
+	if accountID.Valid {
+		a := &Account{ID: accountID.Int64}
+		var username sql.NullString
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), a.ID).
+			Scan(&a.Role, &username, &a.Email, &a.DisplayName); err != nil {
+			return nil, err
+		}
+		a.Username = username.String
+		sess.Account = a
+	}
+	if employeeID.Valid {
+		e := &Employee{ID: employeeID.Int64}
+		var acct sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT partner, partner_employee_id, username, firstname, lastname, email, account_id FROM employees WHERE id = ?`), e.ID).
+			Scan(&e.Partner, &e.PartnerID, &e.Username, &e.Firstname, &e.Lastname, &e.Email, &acct); err != nil {
+			return nil, err
+		}
+		e.AccountID = acct.Int64
+		sess.Employee = e
+	}
+	if orgID.Valid {
+		o := &Organization{ID: orgID.Int64}
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT partner, partner_org_id, name FROM organizations WHERE id = ?`), o.ID).
+			Scan(&o.Partner, &o.PartnerID, &o.Name); err != nil {
+			return nil, err
+		}
+		sess.Organization = o
+	}
+	if contactID.Valid {
+		c, err := s.contact(ctx, s.db, contactID.Int64)
+		if err != nil {
+			return nil, err
+		}
+		sess.Contact = c
+	}
+	return sess, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) contact(ctx context.Context, q queryer, id int64) (*Contact, error) {
+	c := &Contact{ID: id}
+	err := q.QueryRowContext(ctx, s.q(`SELECT partner_contact_id, firstname, middlename, lastname, birthdate, email FROM contacts WHERE id = ?`), id).
+		Scan(&c.PartnerID, &c.Firstname, &c.Middlename, &c.Lastname, &c.Birthdate, &c.Email)
+	return c, err
+}
+
+// DeleteSession ends the session of token; ending an unknown session is not an error.
+func (s *Store) DeleteSession(ctx context.Context, token string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE token_hash = ?`), hashSecret(token))
+	return err
+}
+
+// DeleteExpired removes expired sessions and login codes older than a day (kept that long
+// so that a second use of a code is still reported as used rather than unknown).
+func (s *Store) DeleteExpired(ctx context.Context) error {
+	now := s.now()
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE expires_at <= ?`), now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM login_codes WHERE expires_at <= ?`), now-24*time.Hour.Milliseconds())
+		return err
+	})
+}

@@ -1,0 +1,594 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// clock is an injected clock tests move by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// pgAdminURL is the development machines' PostgreSQL (trust authentication).
+const pgAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+type backend struct {
+	name string
+	open func(t *testing.T, c *clock) *Store
+}
+
+// backends returns SQLite and, when a server is reachable or CI is set, PostgreSQL. Each
+// open gives a fresh, empty database: a temporary file, or a uniquely named PostgreSQL
+// database dropped when the test ends.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	bs := []backend{{"sqlite", func(t *testing.T, c *clock) *Store {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "data", "app.db"), Options{SSNKey: testKey, Now: c.Now})
+		if err != nil {
+			t.Fatalf("Open(sqlite) = %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}}}
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:5432", time.Second)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL on 127.0.0.1:5432 is not reachable and CI is set: %v", err)
+		}
+		t.Logf("PostgreSQL not reachable, testing SQLite only: %v", err)
+		return bs
+	}
+	conn.Close()
+	return append(bs, backend{"postgres", func(t *testing.T, c *clock) *Store {
+		return openPostgres(t, c)
+	}})
+}
+
+func openPostgres(t *testing.T, c *clock) *Store {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := sql.Open("pgx", pgAdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "appservice_test_" + hex.EncodeToString(b)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	s, err := Open(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable", Options{SSNKey: testKey, Now: c.Now})
+	if err != nil {
+		t.Fatalf("Open(postgres) = %v", err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		admin, err := sql.Open("pgx", pgAdminURL)
+		if err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+	})
+	return s
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
+
+func mainLink(employee, org, contact string) Link {
+	return Link{Partner: "demo", Endpoint: "url", RequestID: "req-1", Kind: linkspec.KindMain, Payload: &linkspec.Payload{
+		EmployeeID: employee, EmployeeFirstname: "Ida", EmployeeLastname: "Berg", EmployeeEmail: "ida@partner.example",
+		OrganizationID: org, OrganizationName: "North Clinic",
+		Contact: &linkspec.Contact{ID: contact, Firstname: "Ola", Lastname: "Nordmann", Birthdate: "1990-01-01"},
+		CaseID:  "case-7",
+	}}
+}
+
+func goLink(org, contact, email string) Link {
+	return Link{Partner: "demo", Endpoint: "payload", RequestID: "req-2", Kind: linkspec.KindGo, Payload: &linkspec.Payload{
+		OrganizationID: org, OrganizationName: "North Clinic",
+		Contact: &linkspec.Contact{ID: contact, Firstname: "Kari", Lastname: "Hansen", Email: email},
+	}}
+}
+
+func count(t *testing.T, s *Store, table string) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		t.Fatalf("counting %s: %v", table, err)
+	}
+	return n
+}
+
+func mustResolve(t *testing.T, s *Store, l Link) *Resolved {
+	t.Helper()
+	r, err := s.ResolveLink(context.Background(), l)
+	if err != nil {
+		t.Fatalf("ResolveLink = %v", err)
+	}
+	return r
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	for i := 0; i < 2; i++ {
+		s, err := Open(context.Background(), path, Options{SSNKey: testKey})
+		if err != nil {
+			t.Fatalf("Open #%d = %v", i+1, err)
+		}
+		v, err := s.SchemaVersion(context.Background())
+		if err != nil || v != 1 {
+			t.Errorf("SchemaVersion() after open #%d = %d, %v, want 1", i+1, v, err)
+		}
+		var mode string
+		s.db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+		if mode != "wal" {
+			t.Errorf("journal_mode = %q, want wal", mode)
+		}
+		var fk int
+		s.db.QueryRow("PRAGMA foreign_keys").Scan(&fk)
+		if fk != 1 {
+			t.Errorf("foreign_keys = %d, want 1", fk)
+		}
+		s.Close()
+	}
+}
+
+func TestResolveOrganizationAndContact(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+
+			first := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			if !first.ContactCreated {
+				t.Errorf("first link: ContactCreated = false, want true")
+			}
+
+			t.Run("organization name kept current", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.OrganizationName = "North Clinic (renamed)"
+				r := mustResolve(t, s, l)
+				if r.OrganizationID != first.OrganizationID {
+					t.Errorf("organization id = %d, want %d", r.OrganizationID, first.OrganizationID)
+				}
+				var name string
+				s.db.QueryRow(s.q("SELECT name FROM organizations WHERE id = ?"), r.OrganizationID).Scan(&name)
+				if name != "North Clinic (renamed)" {
+					t.Errorf("organization name = %q, want %q", name, "North Clinic (renamed)")
+				}
+			})
+
+			t.Run("same partner organization id in another partner is another organization", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Partner = "other"
+				r := mustResolve(t, s, l)
+				if r.OrganizationID == first.OrganizationID {
+					t.Errorf("organization of partner other = %d, want a new one", r.OrganizationID)
+				}
+			})
+
+			t.Run("contact by partner id, fields updated", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.Contact.Lastname = "Nordmann-Berg"
+				l.Payload.Contact.SSN = "010190 12345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID || r.ContactCreated {
+					t.Errorf("contact = %d (created %v), want %d (not created)", r.ContactID, r.ContactCreated, first.ContactID)
+				}
+				c, err := s.contact(ctx, s.db, r.ContactID)
+				if err != nil || c.Lastname != "Nordmann-Berg" {
+					t.Errorf("contact lastname = %q, %v, want %q", c.Lastname, err, "Nordmann-Berg")
+				}
+			})
+
+			t.Run("contact by ssn under a new partner id", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1-new")
+				l.Payload.Contact.SSN = "010190-12345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID || r.ContactCreated {
+					t.Errorf("contact = %d (created %v), want %d found by ssn", r.ContactID, r.ContactCreated, first.ContactID)
+				}
+				c, _ := s.contact(ctx, s.db, r.ContactID)
+				if c.PartnerID != "c1-new" {
+					t.Errorf("contact partner id = %q, want the latest %q", c.PartnerID, "c1-new")
+				}
+			})
+
+			t.Run("link without ssn keeps the known hash", func(t *testing.T) {
+				mustResolve(t, s, mainLink("e1", "org1", "c1-new"))
+				l := mainLink("e1", "org1", "c1-newer")
+				l.Payload.Contact.SSN = "01019012345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID {
+					t.Errorf("contact = %d, want %d found by the kept ssn hash", r.ContactID, first.ContactID)
+				}
+			})
+
+			t.Run("ssn matches only within the organization", func(t *testing.T) {
+				l := mainLink("e1", "org2", "c9")
+				l.Payload.Contact.SSN = "01019012345"
+				r := mustResolve(t, s, l)
+				if r.ContactID == first.ContactID || !r.ContactCreated {
+					t.Errorf("contact in org2 = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				}
+			})
+
+			t.Run("unknown contact is created", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c2")
+				l.Payload.Contact.SSN = "999"
+				r := mustResolve(t, s, l)
+				if !r.ContactCreated || r.ContactID == first.ContactID {
+					t.Errorf("contact = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				}
+			})
+
+			t.Run("ssn never stored in clear", func(t *testing.T) {
+				rows, err := s.db.Query("SELECT * FROM contacts")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				cols, _ := rows.Columns()
+				for rows.Next() {
+					vals := make([]any, len(cols))
+					ptrs := make([]any, len(cols))
+					for i := range vals {
+						ptrs[i] = &vals[i]
+					}
+					if err := rows.Scan(ptrs...); err != nil {
+						t.Fatal(err)
+					}
+					for i, v := range vals {
+						var str string
+						switch v := v.(type) {
+						case string:
+							str = v
+						case []byte:
+							str = string(v)
+						}
+						if strings.Contains(str, "12345") {
+							t.Errorf("contacts.%s holds the identity number in clear", cols[i])
+						}
+					}
+				}
+			})
+
+			t.Run("caseId kept with the link", func(t *testing.T) {
+				r := mustResolve(t, s, mainLink("e1", "org1", "c2"))
+				var caseID string
+				s.db.QueryRow(s.q("SELECT case_id FROM links WHERE id = ?"), r.LinkID).Scan(&caseID)
+				if caseID != "case-7" {
+					t.Errorf("links.case_id = %q, want %q", caseID, "case-7")
+				}
+			})
+		})
+	}
+}
+
+func TestMainClientFirstSightThenSSO(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			if created, err := s.EnsureInstructor(ctx, "Instructor", "coach@service.example", "Coach", "s3cret-pass"); err != nil || !created {
+				t.Fatalf("EnsureInstructor = %v, %v, want created", created, err)
+			}
+
+			r := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			if r.AccountID != 0 {
+				t.Fatalf("first sight: AccountID = %d, want 0 (sign-in needed)", r.AccountID)
+			}
+			ex, err := s.ExchangeCode(ctx, r.Code)
+			if err != nil {
+				t.Fatalf("ExchangeCode = %v", err)
+			}
+			if !ex.Session.Pending || ex.Session.Employee == nil || ex.Session.Employee.Email != "ida@partner.example" {
+				t.Fatalf("first sight session = %+v, want pending for the employee", ex.Session)
+			}
+
+			if _, err := s.SignIn(ctx, "instructor", "wrong", ex.Token); !errors.Is(err, ErrBadCredentials) {
+				t.Errorf("SignIn(wrong password) = %v, want ErrBadCredentials", err)
+			}
+			if _, err := s.SignIn(ctx, "nobody", "s3cret-pass", ""); !errors.Is(err, ErrBadCredentials) {
+				t.Errorf("SignIn(unknown user) = %v, want ErrBadCredentials", err)
+			}
+			in, err := s.SignIn(ctx, "COACH@service.example", "s3cret-pass", ex.Token)
+			if err != nil {
+				t.Fatalf("SignIn(by e-mail) = %v", err)
+			}
+			if !in.Linked || in.Session.Account == nil || in.Session.Contact == nil || in.Session.Contact.Firstname != "Ola" {
+				t.Fatalf("SignIn = linked %v, session %+v, want linked with the contact in focus", in.Linked, in.Session)
+			}
+			if in.Session.Organization == nil || in.Session.Organization.Name != "North Clinic" || in.Session.CaseID != "case-7" {
+				t.Errorf("signed-in session organization %+v case %q, want North Clinic, case-7", in.Session.Organization, in.Session.CaseID)
+			}
+			if _, err := s.Session(ctx, ex.Token); !errors.Is(err, ErrNoSession) {
+				t.Errorf("Session(pending token after sign-in) = %v, want ErrNoSession", err)
+			}
+
+			r2 := mustResolve(t, s, mainLink("e1", "org1", "c2"))
+			if r2.AccountID != in.Session.Account.ID {
+				t.Fatalf("second link: AccountID = %d, want %d (single sign-on)", r2.AccountID, in.Session.Account.ID)
+			}
+			ex2, err := s.ExchangeCode(ctx, r2.Code)
+			if err != nil || ex2.Session.Pending || ex2.Session.Account.Username != "instructor" {
+				t.Fatalf("second exchange = %+v, %v, want a signed-in instructor", ex2, err)
+			}
+
+			t.Run("first link wins", func(t *testing.T) {
+				if _, err := s.EnsureInstructor(ctx, "other", "other@service.example", "Other", "pass-2"); err != nil {
+					t.Fatal(err)
+				}
+				// a code issued before the link, exchanged for a pending session, then used by another account
+				r := mustResolve(t, s, mainLink("e2", "org1", "c1"))
+				ex, _ := s.ExchangeCode(ctx, r.Code)
+				first, err := s.SignIn(ctx, "instructor", "s3cret-pass", ex.Token)
+				if err != nil || !first.Linked {
+					t.Fatalf("SignIn = %v linked %v", err, first != nil && first.Linked)
+				}
+				var acct int64
+				s.db.QueryRow(s.q("SELECT account_id FROM employees WHERE id = ?"), r.EmployeeID).Scan(&acct)
+				if acct != first.Session.Account.ID {
+					t.Errorf("employee account = %d, want %d", acct, first.Session.Account.ID)
+				}
+			})
+		})
+	}
+}
+
+func TestGoMemberCreatedOnce(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			r := mustResolve(t, s, goLink("org1", "c1", "kari@example.com"))
+			if !r.AccountCreated || r.AccountID == 0 {
+				t.Fatalf("first Go link: AccountCreated %v AccountID %d, want a new account", r.AccountCreated, r.AccountID)
+			}
+			ex, err := s.ExchangeCode(ctx, r.Code)
+			if err != nil || ex.Session.Pending || ex.Session.Account.Role != RoleMember || ex.Session.Account.DisplayName != "Kari Hansen" {
+				t.Fatalf("Go exchange = %+v, %v, want a member session for Kari Hansen", ex, err)
+			}
+			r2 := mustResolve(t, s, goLink("org1", "c1", "kari.new@example.com"))
+			if r2.AccountCreated || r2.AccountID != r.AccountID {
+				t.Errorf("second Go link: AccountCreated %v AccountID %d, want existing %d", r2.AccountCreated, r2.AccountID, r.AccountID)
+			}
+			var email string
+			s.db.QueryRow(s.q("SELECT email FROM accounts WHERE id = ?"), r.AccountID).Scan(&email)
+			if email != "kari.new@example.com" {
+				t.Errorf("member e-mail = %q, want the latest %q", email, "kari.new@example.com")
+			}
+			if _, err := s.SignIn(ctx, "kari.new@example.com", "", ""); !errors.Is(err, ErrBadCredentials) {
+				t.Errorf("SignIn(member) = %v, want ErrBadCredentials: members have no password", err)
+			}
+		})
+	}
+}
+
+func TestResolveRollsBack(t *testing.T) {
+	for _, b := range backends(t) {
+		for _, step := range []string{"organization", "contact", "user", "link"} {
+			t.Run(b.name+"/"+step, func(t *testing.T) {
+				s := b.open(t, newClock())
+				boom := errors.New("injected failure")
+				s.hook = func(name string) error {
+					if name == step {
+						return boom
+					}
+					return nil
+				}
+				for _, l := range []Link{mainLink("e1", "org1", "c1"), goLink("org1", "c1", "k@example.com")} {
+					if _, err := s.ResolveLink(context.Background(), l); !errors.Is(err, boom) {
+						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
+					}
+				}
+				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes"} {
+					if n := count(t, s, table); n != 0 {
+						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestConcurrentFirstLinks(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					l := goLink("org-new", "c-new", "new@example.com")
+					if i%2 == 0 {
+						l = mainLink("e-new", "org-new", "c-new")
+					}
+					_, err := s.ResolveLink(context.Background(), l)
+					errs <- err
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("concurrent ResolveLink = %v, want nil", err)
+				}
+			}
+			for table, want := range map[string]int{"organizations": 1, "contacts": 1, "employees": 1, "accounts": 1, "links": 8} {
+				if n := count(t, s, table); n != want {
+					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoginCode(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+
+			t.Run("single use", func(t *testing.T) {
+				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				if len(r.Code) < 43 { // 256 bits, base64url
+					t.Errorf("code length = %d, want >= 43", len(r.Code))
+				}
+				if _, err := s.ExchangeCode(ctx, r.Code); err != nil {
+					t.Fatalf("first ExchangeCode = %v", err)
+				}
+				if _, err := s.ExchangeCode(ctx, r.Code); !errors.Is(err, ErrCodeUsed) {
+					t.Errorf("second ExchangeCode = %v, want ErrCodeUsed", err)
+				}
+			})
+			t.Run("concurrent exchanges, one wins", func(t *testing.T) {
+				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				wins := 0
+				for i := 0; i < 4; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if _, err := s.ExchangeCode(ctx, r.Code); err == nil {
+							mu.Lock()
+							wins++
+							mu.Unlock()
+						} else if !errors.Is(err, ErrCodeUsed) {
+							t.Errorf("concurrent ExchangeCode = %v, want nil or ErrCodeUsed", err)
+						}
+					}()
+				}
+				wg.Wait()
+				if wins != 1 {
+					t.Errorf("successful exchanges = %d, want 1", wins)
+				}
+			})
+			t.Run("expires after 60 seconds", func(t *testing.T) {
+				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				c.Add(60 * time.Second)
+				if _, err := s.ExchangeCode(ctx, r.Code); !errors.Is(err, ErrCodeExpired) {
+					t.Errorf("ExchangeCode after 60s = %v, want ErrCodeExpired", err)
+				}
+				r = mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				c.Add(59 * time.Second)
+				if _, err := s.ExchangeCode(ctx, r.Code); err != nil {
+					t.Errorf("ExchangeCode after 59s = %v, want nil", err)
+				}
+			})
+			t.Run("unknown", func(t *testing.T) {
+				if _, err := s.ExchangeCode(ctx, "not-a-code"); !errors.Is(err, ErrCodeInvalid) {
+					t.Errorf("ExchangeCode(unknown) = %v, want ErrCodeInvalid", err)
+				}
+			})
+			t.Run("stored hashed", func(t *testing.T) {
+				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				var n int
+				s.db.QueryRow(s.q("SELECT COUNT(*) FROM login_codes WHERE code_hash = ?"), r.Code).Scan(&n)
+				if n != 0 {
+					t.Errorf("login_codes holds the code in clear")
+				}
+			})
+			t.Run("session expires", func(t *testing.T) {
+				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
+				ex, err := s.ExchangeCode(ctx, r.Code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Add(12 * time.Hour)
+				if _, err := s.Session(ctx, ex.Token); !errors.Is(err, ErrNoSession) {
+					t.Errorf("Session after 12h = %v, want ErrNoSession", err)
+				}
+			})
+		})
+	}
+}
+
+func TestNormalizeSSN(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"010190-12345", "01019012345"},
+		{" 010190 12345 ", "01019012345"},
+		{"131052-308t", "131052308T"},
+		{"--", ""},
+	} {
+		if got := NormalizeSSN(tt.in); got != tt.want {
+			t.Errorf("NormalizeSSN(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPassword(t *testing.T) {
+	h, err := HashPassword("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Errorf("HashPassword() = %q, want an argon2id PHC string", h)
+	}
+	for _, tt := range []struct {
+		name, hash, pw string
+		want           bool
+	}{
+		{"right", h, "correct horse", true},
+		{"wrong", h, "correct horse!", false},
+		{"garbage hash", "$argon2id$x", "correct horse", false},
+		{"huge memory refused", strings.Replace(h, "m=19456", "m=99999999", 1), "correct horse", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckPassword(tt.hash, tt.pw); got != tt.want {
+				t.Errorf("CheckPassword(%q) = %v, want %v", tt.pw, got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkResolveLink measures the database work of one link on SQLite: a known
+// organization, contact and linked employee (the steady state), plus the login code.
+func BenchmarkResolveLink(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "app.db"), Options{SSNKey: testKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l := mainLink("e1", "org1", "c1")
+	l.Payload.Contact.SSN = "01019012345"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.ResolveLink(context.Background(), l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/partnergate/partnergate/appservice/store"
+)
+
+// Cookie names. The session cookie holds a random token whose hash keys the server-side
+// session; the CSRF cookie holds the random half of the signed double-submit token.
+const (
+	sessionCookie = "pg_session"
+	csrfCookie    = "pg_csrf"
+)
+
+// setCookie sets an HttpOnly cookie for the whole site. Over HTTPS it is Secure and
+// SameSite=None, because a partner may show the application in an iframe of its own site,
+// where a Lax or Strict cookie would never be sent. Over plain HTTP (the localhost demo)
+// browsers refuse SameSite=None without Secure, so it is Lax: a same-site iframe (the
+// partner page on localhost) still works. The CSRF token, not SameSite, protects the forms.
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, MaxAge: maxAge}
+	if h.https(r) {
+		c.Secure, c.SameSite = true, http.SameSiteNoneMode
+	} else {
+		c.SameSite = http.SameSiteLaxMode
+	}
+	http.SetCookie(w, c)
+}
+
+func cookieValue(r *http.Request, name string) string {
+	if c, err := r.Cookie(name); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// session returns the request's session, or nil.
+func (h *Handler) session(r *http.Request) *store.Session {
+	tok := cookieValue(r, sessionCookie)
+	if tok == "" {
+		return nil
+	}
+	s, err := h.cfg.Store.Session(r.Context(), tok)
+	if err != nil {
+		if !errors.Is(err, store.ErrNoSession) {
+			h.log.Error("reading session failed", "error", err.Error())
+		}
+		return nil
+	}
+	return s
+}
+
+// login exchanges a one-time code from a link URL for a session and sends the browser on:
+// to the application, the Go page, or, for an employee seen the first time, the sign-in
+// page. A session the browser had before is ended: the link says who works here now.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	ex, err := h.cfg.Store.ExchangeCode(r.Context(), r.URL.Query().Get("code"))
+	if err != nil {
+		p := problem{}
+		switch {
+		case errors.Is(err, store.ErrCodeUsed):
+			p = p.with(http.StatusGone, CodeLoginCodeUsed, "Link already used",
+				"This sign-in link has been used already. Open the application again from your partner application.")
+		case errors.Is(err, store.ErrCodeExpired):
+			p = p.with(http.StatusGone, CodeLoginCodeExpired, "Link expired",
+				"This sign-in link is valid for one minute and has expired. Open the application again from your partner application.")
+		case errors.Is(err, store.ErrCodeInvalid):
+			p = p.with(http.StatusBadRequest, CodeLoginCodeInvalid, "Link not valid",
+				"This sign-in link is not valid. Open the application again from your partner application.")
+		default:
+			h.log.Error("exchanging login code failed", "error", err.Error())
+			p = p.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment.")
+		}
+		h.log.Info("login refused", "outcome", p.Code)
+		h.fail(w, p)
+		return
+	}
+	if old := cookieValue(r, sessionCookie); old != "" {
+		if err := h.cfg.Store.DeleteSession(r.Context(), old); err != nil {
+			h.log.Error("ending previous session failed", "error", err.Error())
+		}
+	}
+	h.setCookie(w, r, sessionCookie, ex.Token, 0)
+	http.Redirect(w, r, landing(ex.Session), http.StatusSeeOther)
+}
+
+func landing(s *store.Session) string {
+	switch {
+	case s.Pending:
+		return "/app/signin"
+	case s.Account.Role == store.RoleMember:
+		return "/go"
+	}
+	return "/app"
+}
+
+type signinData struct {
+	CSRF      string
+	Login     string
+	Error     string
+	SignedOut bool
+	Employee  *store.Employee
+}
+
+func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
+	s := h.session(r)
+	if s != nil && !s.Pending {
+		http.Redirect(w, r, landing(s), http.StatusSeeOther)
+		return
+	}
+	d := signinData{CSRF: h.csrfToken(w, r)}
+	if s != nil && s.Employee != nil {
+		d.Employee = s.Employee
+		// Prefill with what the partner told us; the account may use either.
+		d.Login = s.Employee.Email
+		if d.Login == "" {
+			d.Login = s.Employee.Username
+		}
+	}
+	h.render(w, http.StatusOK, "signin", d)
+}
+
+func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, problem{}.with(http.StatusBadRequest, CodeCSRFInvalid, "Form not readable", "Reload the sign-in page and try again."))
+		return
+	}
+	if !h.checkCSRF(r) {
+		h.log.Info("sign-in refused", "outcome", CodeCSRFInvalid)
+		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the sign-in page and try again."))
+		return
+	}
+	login := r.PostFormValue("login")
+	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), cookieValue(r, sessionCookie))
+	if err != nil {
+		status, msg := http.StatusUnauthorized, "Wrong username or password."
+		if !errors.Is(err, store.ErrBadCredentials) {
+			h.log.Error("sign-in failed", "error", err.Error())
+			status, msg = http.StatusInternalServerError, "Sign-in is not possible right now. Try again in a moment."
+		} else {
+			h.log.Info("sign-in refused", "outcome", CodeCredentialsInvalid)
+		}
+		d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
+		if s := h.session(r); s != nil && s.Pending {
+			d.Employee = s.Employee
+		}
+		h.render(w, status, "signin", d)
+		return
+	}
+	h.log.Info("signed in", "outcome", "signed_in", "linked_employee", in.Linked)
+	h.setCookie(w, r, sessionCookie, in.Token, 0)
+	http.Redirect(w, r, "/app", http.StatusSeeOther)
+}
+
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
+		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the page and try again."))
+		return
+	}
+	if tok := cookieValue(r, sessionCookie); tok != "" {
+		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
+			h.log.Error("signing out failed", "error", err.Error())
+			h.fail(w, problem{}.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment."))
+			return
+		}
+	}
+	h.setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/app/signed-out", http.StatusSeeOther)
+}
+
+func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
+	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true})
+}
+
+type pageData struct {
+	*store.Session
+	CSRF string
+}
+
+func (h *Handler) appPage(w http.ResponseWriter, r *http.Request) {
+	s := h.session(r)
+	if s == nil || s.Pending {
+		http.Redirect(w, r, "/app/signin", http.StatusSeeOther)
+		return
+	}
+	if s.Account.Role != store.RoleInstructor {
+		http.Redirect(w, r, landing(s), http.StatusSeeOther)
+		return
+	}
+	h.render(w, http.StatusOK, "app", pageData{Session: s, CSRF: h.csrfToken(w, r)})
+}
+
+func (h *Handler) goPage(w http.ResponseWriter, r *http.Request) {
+	s := h.session(r)
+	if s == nil || s.Pending || s.Account.Role != store.RoleMember {
+		h.render(w, http.StatusUnauthorized, "message", map[string]string{
+			"Title": "Not signed in",
+			"Text":  "Open Go from the application of your clinic or center again to sign in.",
+		})
+		return
+	}
+	h.render(w, http.StatusOK, "go", pageData{Session: s, CSRF: h.csrfToken(w, r)})
+}
+
+// csrfToken returns the form token for this browser, setting the CSRF cookie when it is
+// missing. The token is an HMAC of the cookie's random value under a server key (signed
+// double submit): a site that cannot read the cookie cannot make the token, and a cookie
+// planted by a sibling subdomain does not help without the key.
+func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	v := cookieValue(r, csrfCookie)
+	if len(v) < 32 {
+		b := make([]byte, 32)
+		rand.Read(b)
+		v = base64.RawURLEncoding.EncodeToString(b)
+		h.setCookie(w, r, csrfCookie, v, 0)
+	}
+	return h.csrfMAC(v)
+}
+
+func (h *Handler) csrfMAC(cookie string) string {
+	m := hmac.New(sha256.New, h.csrfKey)
+	m.Write([]byte(cookie))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRF accepts a POST whose token matches its CSRF cookie and whose Origin, when the
+// browser sends one, is this site.
+func (h *Handler) checkCSRF(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && !h.sameOrigin(r, o) {
+		return false
+	}
+	v := cookieValue(r, csrfCookie)
+	tok := r.PostFormValue("csrf")
+	return len(v) >= 32 && tok != "" && hmac.Equal([]byte(tok), []byte(h.csrfMAC(v)))
+}
+
+func (h *Handler) sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Scheme, h.public.Scheme) && strings.EqualFold(u.Host, h.public.Host) {
+		return true
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}

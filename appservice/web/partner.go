@@ -1,0 +1,186 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// Codes of the app service's own rejections, in the gateway's problem shape. Stable: a
+// partner or an operator may match on them.
+const (
+	CodeNotFound           = "not_found"
+	CodeMethodNotAllowed   = "method_not_allowed"
+	CodeAssertionInvalid   = "gateway_assertion_invalid" // no valid gateway assertion: not from the gateway
+	CodePayloadInvalid     = "payload_invalid"           // the claims do not hold a valid payload of the forwarded kind
+	CodeInternal           = "internal_error"
+	CodeLoginCodeInvalid   = "login_code_invalid"
+	CodeLoginCodeUsed      = "login_code_used"
+	CodeLoginCodeExpired   = "login_code_expired"
+	CodeCSRFInvalid        = "csrf_invalid"
+	CodeSessionRequired    = "session_required"
+	CodeCredentialsInvalid = "credentials_invalid"
+)
+
+// forwarded is what partnerLink reads from the gateway's headers.
+type forwarded struct {
+	linkspec.Forwarded
+	requestID string
+}
+
+// partnerLink answers a link the gateway verified and forwarded: it proves the request came
+// through the gateway, reads the payload from the vouched claims, resolves who it is for
+// and answers the one-time login URL (/url) or a page that opens it (/payload).
+func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name, endpoint := r.PathValue("name"), r.PathValue("endpoint")
+	fw := h.readForwarded(r)
+	p := problem{endpoint: endpoint, RequestID: fw.requestID}
+	if endpoint != "url" && endpoint != "payload" {
+		h.fail(w, p.with(http.StatusNotFound, CodeNotFound, "Not a partner link endpoint", "The path is not /partner/{name}/url or /partner/{name}/payload."))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.fail(w, p.with(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method not allowed", "Partner links are sent with POST."))
+		return
+	}
+	logger := h.log.With("partner", name, "endpoint", endpoint, "request_id", fw.requestID)
+
+	// Everything below trusts only what the assertion binds. The path must agree with it
+	// too: a proxy rewriting paths must not turn a link for one partner into another's.
+	err := linkspec.VerifyAssertion(h.cfg.UpstreamSecret, r.Header.Get(h.cfg.HeaderPrefix+linkspec.HeaderAssertion), h.cfg.Now(), fw.Forwarded)
+	if err == nil && (fw.Partner != name || fw.Endpoint != endpoint) {
+		err = errors.New("forwarded partner or endpoint differs from the path")
+	}
+	if err != nil {
+		logger.Warn("link refused", "outcome", CodeAssertionInvalid, "reason", err.Error())
+		h.fail(w, p.with(http.StatusForbidden, CodeAssertionInvalid, "Not forwarded by the gateway",
+			"Partner links are accepted only through the gateway, which verifies the token."))
+		return
+	}
+
+	kind, ok := linkspec.ParseKind(fw.Kind)
+	payload, fields := decodeClaims(fw.Claims)
+	if ok && fields == nil {
+		// Defence in depth: the gateway validated the payload; validate again here, so a
+		// gateway bug or a misconfiguration cannot put an invalid identity in the database.
+		got, err := payload.Validate(kind)
+		var verr *linkspec.Error
+		switch {
+		case errors.As(err, &verr):
+			fields = verr.Fields
+		case err != nil || got != kind:
+			fields = []linkspec.FieldError{{Field: "kind", Reason: "does not match the payload"}}
+		}
+	} else if !ok {
+		fields = []linkspec.FieldError{{Field: "kind", Reason: "unknown link kind"}}
+	}
+	if fields != nil {
+		logger.Warn("link refused", "outcome", CodePayloadInvalid, "kind", fw.Kind)
+		pp := p.with(http.StatusBadRequest, CodePayloadInvalid, "Payload invalid", "The link's payload does not fit its kind.")
+		pp.Fields = fields
+		h.fail(w, pp)
+		return
+	}
+
+	res, err := h.cfg.Store.ResolveLink(r.Context(), store.Link{
+		Partner: name, Endpoint: endpoint, RequestID: fw.requestID, Kind: kind, Payload: payload,
+	})
+	if err != nil {
+		logger.Error("resolving link failed", "outcome", CodeInternal, "kind", kind, "error", err.Error())
+		h.fail(w, p.with(http.StatusInternalServerError, CodeInternal, "Internal error",
+			"The link could not be processed; nothing was saved. Try again, or give the request id to support."))
+		return
+	}
+	logger.Info("link accepted", "outcome", "accepted", "kind", kind,
+		"sign_in_needed", res.AccountID == 0, "contact_created", res.ContactCreated,
+		"account_created", res.AccountCreated, "duration_ms", time.Since(start).Milliseconds())
+
+	loginURL := h.public.String() + "/app/login?code=" + res.Code
+	if endpoint == "payload" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		h.render(w, http.StatusOK, "redirect", map[string]any{"URL": loginURL})
+		return
+	}
+	if acceptsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"url": loginURL})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte(loginURL))
+}
+
+// readForwarded reads the gateway's headers, decoding the percent-encoded ones: the gateway
+// signs the assertion over the decoded values. A header that does not decode is kept as
+// sent, so the assertion fails on it.
+func (h *Handler) readForwarded(r *http.Request) forwarded {
+	get := func(suffix string) string {
+		v := r.Header.Get(h.cfg.HeaderPrefix + suffix)
+		if d, err := linkspec.DecodeHeaderValue(v); err == nil {
+			return d
+		}
+		return v
+	}
+	return forwarded{
+		Forwarded: linkspec.Forwarded{
+			Partner:  get(linkspec.HeaderName),
+			Endpoint: get(linkspec.HeaderEndpoint),
+			Kind:     get(linkspec.HeaderKind),
+			Issuer:   get(linkspec.HeaderIssuer),
+			KeyID:    get(linkspec.HeaderKeyID),
+			Claims:   r.Header.Get(h.cfg.HeaderPrefix + linkspec.HeaderClaims),
+		},
+		requestID: requestID(get(linkspec.HeaderRequestID)),
+	}
+}
+
+// decodeClaims reads the payload from the claims header (base64url JSON of the whole claim
+// set: the payload's fields are top-level claims, the others are ignored).
+func decodeClaims(claims string) (*linkspec.Payload, []linkspec.FieldError) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(claims, "="))
+	if err != nil || len(raw) == 0 {
+		return nil, []linkspec.FieldError{{Field: "claims", Reason: "not base64url"}}
+	}
+	// The gateway's decoding rules, not encoding/json's: a claim set with case-variant
+	// duplicate names must not be one identity to the gateway and another here.
+	p, err := linkspec.DecodePayload(raw)
+	if err != nil {
+		return nil, []linkspec.FieldError{{Field: "claims", Reason: "not a JSON object of string fields"}}
+	}
+	return p, nil
+}
+
+// requestID keeps the gateway's request id when it is a plain token, so that the app
+// service's log line and answer carry the same id as the gateway's; otherwise it makes one.
+func requestID(s string) string {
+	if s != "" && len(s) <= 64 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == "" {
+		return s
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "app-" + hex.EncodeToString(b)
+}
+
+// acceptsJSON reports whether the client asked for JSON before text.
+func acceptsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case "application/json":
+			return true
+		case "text/plain":
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,140 @@
+// Package web is the app service's HTTP side: the partner link endpoints that the gateway
+// forwards to (/partner/{name}/url and /payload), the one-time code exchange, and the small
+// web application behind it (sign-in for service accounts, the instructor's application page
+// with the contact in focus, the Go member page).
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// Config configures a Handler.
+type Config struct {
+	// Store is the database.
+	Store *store.Store
+	// UpstreamSecret is the secret shared with the gateway (its upstream_secret) that keys the
+	// X-Partner-Assertion HMAC; at least 32 bytes.
+	UpstreamSecret []byte
+	// AppSecret keys the CSRF tokens; at least 32 bytes.
+	AppSecret []byte
+	// PublicURL is the address people's browsers reach the gateway at; the login URLs the
+	// link endpoints answer start with it. Default http://localhost:8080.
+	PublicURL string
+	// HeaderPrefix is the gateway's header prefix; linkspec.DefaultHeaderPrefix when empty.
+	HeaderPrefix string
+	// FrameAncestors is the CSP frame-ancestors source list: the partner origins allowed to
+	// show the application in an iframe. Default 'self'.
+	FrameAncestors string
+	// Logger receives one line per link and per failure; never a payload value.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Handler serves the app service.
+type Handler struct {
+	cfg     Config
+	public  *url.URL
+	csrfKey []byte
+	mux     *http.ServeMux
+	log     *slog.Logger
+}
+
+// New checks cfg and returns the handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("no store")
+	}
+	if len(cfg.UpstreamSecret) < 32 {
+		return nil, errors.New("upstream secret shorter than 32 bytes")
+	}
+	if len(cfg.AppSecret) < 32 {
+		return nil, errors.New("app secret shorter than 32 bytes")
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://localhost:8080"
+	}
+	u, err := url.Parse(strings.TrimSuffix(cfg.PublicURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("public url must be an absolute http or https URL without query")
+	}
+	if cfg.HeaderPrefix == "" {
+		cfg.HeaderPrefix = linkspec.DefaultHeaderPrefix
+	}
+	if cfg.FrameAncestors == "" {
+		cfg.FrameAncestors = "'self'"
+	}
+	if strings.ContainsAny(cfg.FrameAncestors, ";,\r\n") {
+		return nil, errors.New("frame ancestors must be a CSP source list without ; or ,")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := hmac.New(sha256.New, cfg.AppSecret)
+	m.Write([]byte("partnergate-csrf-key-v1"))
+	h := &Handler{cfg: cfg, public: u, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger}
+
+	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
+	h.mux.HandleFunc("GET /app/login", h.login)
+	h.mux.HandleFunc("GET /app/signin", h.signinPage)
+	h.mux.HandleFunc("POST /app/signin", h.signin)
+	h.mux.HandleFunc("POST /app/signout", h.signout)
+	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
+	h.mux.HandleFunc("GET /app", h.appPage)
+	h.mux.HandleFunc("GET /go", h.goPage)
+	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
+	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/app", http.StatusSeeOther)
+	})
+	return h, nil
+}
+
+// ServeHTTP sets the security headers every answer carries, then routes.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	// No script anywhere: the pages are server-rendered and the redirect page uses a meta
+	// refresh, so the policy can forbid every script.
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+h.cfg.FrameAncestors)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	// Login URLs carry a code: no page sends its address on to another site. Not
+	// no-referrer: with it browsers send "Origin: null" on same-site form posts, which the
+	// CSRF check must then refuse.
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	if h.https(r) {
+		hdr.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// https reports whether the browser talks HTTPS: the public URL says so, the connection is
+// TLS, or the gateway (the only client that can reach a loopback listener) says so in
+// X-Forwarded-Proto, which Caddy sets from its own connection.
+func (h *Handler) https(r *http.Request) bool {
+	return h.public.Scheme == "https" || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := h.cfg.Store.Ping(r.Context()); err != nil {
+		h.log.Error("health check failed", "error", err)
+		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}

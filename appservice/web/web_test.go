@@ -1,0 +1,457 @@
+package web
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+var (
+	upstreamSecret = []byte("upstream-secret-0123456789abcdef-xyz")
+	appSecret      = []byte("app-secret-0123456789abcdef-0123456789")
+	testNow        = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+)
+
+type fixture struct {
+	h   *Handler
+	st  *store.Store
+	now time.Time
+}
+
+func newFixture(t testing.TB, publicURL string) *fixture {
+	t.Helper()
+	f := &fixture{now: testNow}
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "app.db"), store.Options{
+		SSNKey: appSecret, Now: func() time.Time { return f.now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.EnsureInstructor(context.Background(), "instructor", "coach@service.example", "Demo Instructor", "pass-word-1"); err != nil {
+		t.Fatal(err)
+	}
+	f.st = st
+	f.h, err = New(Config{Store: st, UpstreamSecret: upstreamSecret, AppSecret: appSecret, PublicURL: publicURL,
+		FrameAncestors: "'self' http://partner.localhost:*", Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func mainPayload() *linkspec.Payload {
+	return &linkspec.Payload{
+		EmployeeID: "emp-1", EmployeeFirstname: "Ida", EmployeeLastname: "Berg", EmployeeEmail: "ida@partner.example",
+		OrganizationID: "org-1", OrganizationName: "North Clinic",
+		Contact: &linkspec.Contact{ID: "c-1", Firstname: "Åse", Lastname: "Nordmann", Birthdate: "1990-01-31", SSN: "01019012345"},
+		CaseID:  "case-9",
+	}
+}
+
+func goPayload() *linkspec.Payload {
+	return &linkspec.Payload{OrganizationID: "org-1", OrganizationName: "North Clinic",
+		Contact: &linkspec.Contact{ID: "c-2", Firstname: "Kari", Lastname: "Hansen", Email: "kari@example.com"}}
+}
+
+// forwardRequest builds the request the gateway sends after verifying a token: a POST with
+// an empty body and the X-Partner-* headers, signed with the upstream secret.
+func forwardRequest(t *testing.T, endpoint string, p *linkspec.Payload, kind string, signAt time.Time) *http.Request {
+	t.Helper()
+	claims, err := json.Marshal(struct {
+		*linkspec.Payload
+		Iss   string `json:"iss"`
+		Nonce string `json:"nonce"`
+	}{p, "https://partner.example", "n-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := linkspec.Forwarded{Partner: "demo", Endpoint: endpoint, Kind: kind, Issuer: "https://partner.example", KeyID: "k1",
+		Claims: base64.RawURLEncoding.EncodeToString(claims)}
+	r := httptest.NewRequest(http.MethodPost, "/partner/demo/"+endpoint, nil)
+	set := func(k, v string) { r.Header.Set("X-Partner-"+k, linkspec.EncodeHeaderValue(v)) }
+	set(linkspec.HeaderName, fw.Partner)
+	set(linkspec.HeaderEndpoint, fw.Endpoint)
+	set(linkspec.HeaderKind, fw.Kind)
+	set(linkspec.HeaderIssuer, fw.Issuer)
+	set(linkspec.HeaderKeyID, fw.KeyID)
+	set(linkspec.HeaderRequestID, "req-42")
+	p.EachField(func(h, v string) { set(h, v) })
+	r.Header.Set("X-Partner-Claims", fw.Claims)
+	r.Header.Set("X-Partner-Assertion", linkspec.SignAssertion(upstreamSecret, signAt, fw))
+	return r
+}
+
+func serve(h http.Handler, r *http.Request) *http.Response {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func body(t *testing.T, res *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+type problemBody struct {
+	Type, Title, Detail, Code string
+	Status                    int
+	RequestID                 string `json:"request_id"`
+	Fields                    []linkspec.FieldError
+}
+
+func TestAssertionRefused(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, tt := range []struct {
+		name   string
+		mutate func(r *http.Request)
+	}{
+		{"no assertion (hand-made headers)", func(r *http.Request) { r.Header.Del("X-Partner-Assertion") }},
+		{"assertion signed with another secret", func(r *http.Request) {
+			r.Header.Set("X-Partner-Assertion", linkspec.SignAssertion([]byte("another-secret-0123456789abcdef-xyz"), testNow, linkspec.Forwarded{Partner: "demo"}))
+		}},
+		{"claims changed after signing", func(r *http.Request) {
+			p := mainPayload()
+			p.Contact.Firstname = "Mallory"
+			b, _ := json.Marshal(p)
+			r.Header.Set("X-Partner-Claims", base64.RawURLEncoding.EncodeToString(b))
+		}},
+		{"kind changed after signing", func(r *http.Request) { r.Header.Set("X-Partner-Kind", "go") }},
+		{"path names another partner", func(r *http.Request) { r.URL.Path = "/partner/other/url" }},
+		{"garbage assertion", func(r *http.Request) { r.Header.Set("X-Partner-Assertion", "v1.x.y") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := forwardRequest(t, "url", mainPayload(), "main", testNow)
+			tt.mutate(r)
+			res := serve(f.h, r)
+			var p problemBody
+			json.Unmarshal([]byte(body(t, res)), &p)
+			if res.StatusCode != http.StatusForbidden || p.Code != CodeAssertionInvalid {
+				t.Errorf("status, code = %d, %q, want 403, %q", res.StatusCode, p.Code, CodeAssertionInvalid)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type = %q, want application/problem+json", ct)
+			}
+		})
+	}
+	t.Run("expired assertion", func(t *testing.T) {
+		res := serve(f.h, forwardRequest(t, "url", mainPayload(), "main", testNow.Add(-2*time.Minute)))
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("status = %d, want 403", res.StatusCode)
+		}
+	})
+	t.Run("payload endpoint answers a page", func(t *testing.T) {
+		r := forwardRequest(t, "payload", mainPayload(), "main", testNow)
+		r.Header.Del("X-Partner-Assertion")
+		res := serve(f.h, r)
+		b := body(t, res)
+		if res.StatusCode != http.StatusForbidden || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, CodeAssertionInvalid) {
+			t.Errorf("status %d, type %q, body has code %v; want 403 HTML with the code", res.StatusCode, res.Header.Get("Content-Type"), strings.Contains(b, CodeAssertionInvalid))
+		}
+	})
+	res := serve(f.h, forwardRequest(t, "url", mainPayload(), "main", testNow))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("control: a properly forwarded link = %d, want 200", res.StatusCode)
+	}
+}
+
+func TestPayloadRevalidated(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, tt := range []struct {
+		name    string
+		payload *linkspec.Payload
+		kind    string
+		field   string
+	}{
+		{"kind disagrees with payload", goPayload(), "main", "employeeId"},
+		{"missing contact firstname", func() *linkspec.Payload { p := mainPayload(); p.Contact.Firstname = ""; return p }(), "main", "contact.firstname"},
+		{"bad birthdate", func() *linkspec.Payload { p := mainPayload(); p.Contact.Birthdate = "1990-02-30"; return p }(), "main", "contact.birthdate"},
+		{"unknown kind", mainPayload(), "desktop", "kind"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := serve(f.h, forwardRequest(t, "url", tt.payload, tt.kind, testNow))
+			var p problemBody
+			json.Unmarshal([]byte(body(t, res)), &p)
+			if res.StatusCode != http.StatusBadRequest || p.Code != CodePayloadInvalid || len(p.Fields) == 0 || p.Fields[0].Field != tt.field {
+				t.Errorf("= %d %q %+v, want 400 %q naming %s", res.StatusCode, p.Code, p.Fields, CodePayloadInvalid, tt.field)
+			}
+			if p.RequestID != "req-42" || p.Type != "urn:partnergate:problem:payload_invalid" {
+				t.Errorf("request_id, type = %q, %q, want the gateway's req-42 and the problem URN", p.RequestID, p.Type)
+			}
+		})
+	}
+}
+
+func TestMethodAndPath(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	res := serve(f.h, httptest.NewRequest(http.MethodGet, "/partner/demo/url", nil))
+	if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /partner/demo/url = %d Allow %q, want 405 Allow POST", res.StatusCode, res.Header.Get("Allow"))
+	}
+	res = serve(f.h, httptest.NewRequest(http.MethodPost, "/partner/demo/other", nil))
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /partner/demo/other = %d, want 404", res.StatusCode)
+	}
+}
+
+var loginURL = regexp.MustCompile(`^http://localhost:8080/app/login\?code=[A-Za-z0-9_-]{43}$`)
+
+func TestURLAnswer(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	t.Run("text", func(t *testing.T) {
+		res := serve(f.h, forwardRequest(t, "url", mainPayload(), "main", testNow))
+		b := body(t, res)
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") || !loginURL.MatchString(b) {
+			t.Errorf("= %d %q %q, want 200 text/plain login URL", res.StatusCode, res.Header.Get("Content-Type"), b)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		r := forwardRequest(t, "url", mainPayload(), "main", testNow)
+		r.Header.Set("Accept", "application/json")
+		res := serve(f.h, r)
+		var out struct{ URL string }
+		json.Unmarshal([]byte(body(t, res)), &out)
+		if res.Header.Get("Content-Type") != "application/json" || !loginURL.MatchString(out.URL) {
+			t.Errorf("= %q %q, want application/json with a login url", res.Header.Get("Content-Type"), out.URL)
+		}
+	})
+	t.Run("payload page", func(t *testing.T) {
+		res := serve(f.h, forwardRequest(t, "payload", mainPayload(), "main", testNow))
+		b := body(t, res)
+		m := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=(http://localhost:8080/app/login\?code=[A-Za-z0-9_-]{43})">`).FindStringSubmatch(b)
+		if res.StatusCode != 200 || m == nil || !strings.Contains(b, `<a id="continue" href="`+m[1]+`">`) {
+			t.Errorf("payload page = %d\n%s\nwant a meta refresh and a link to the login URL", res.StatusCode, b)
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self' http://partner.localhost:*") || strings.Contains(csp, "script-src") {
+			t.Errorf("CSP = %q, want the configured frame-ancestors and no script source", csp)
+		}
+	})
+}
+
+// browser is a cookie-keeping client that does not follow redirects, so each step's answer
+// can be checked.
+type browser struct {
+	t   *testing.T
+	h   http.Handler
+	jar *cookiejar.Jar
+	fwd string // X-Forwarded-Proto
+}
+
+func newBrowser(t *testing.T, h http.Handler) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, h: h, jar: jar}
+}
+
+func (b *browser) do(r *http.Request) *http.Response {
+	u, _ := url.Parse("http://localhost:8080" + r.URL.RequestURI())
+	for _, c := range b.jar.Cookies(u) {
+		r.AddCookie(c)
+	}
+	if b.fwd != "" {
+		r.Header.Set("X-Forwarded-Proto", b.fwd)
+	}
+	res := serve(b.h, r)
+	b.jar.SetCookies(u, res.Cookies())
+	return res
+}
+
+func (b *browser) get(path string) (*http.Response, string) {
+	res := b.do(httptest.NewRequest(http.MethodGet, path, nil))
+	return res, body(b.t, res)
+}
+
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res := b.do(r)
+	return res, body(b.t, res)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (f *fixture) link(t *testing.T, p *linkspec.Payload, kind string) string {
+	t.Helper()
+	res := serve(f.h, forwardRequest(t, "url", p, kind, f.now))
+	b := body(t, res)
+	if res.StatusCode != 200 {
+		t.Fatalf("link = %d %s", res.StatusCode, b)
+	}
+	return strings.TrimPrefix(b, "http://localhost:8080")
+}
+
+func TestMainFlow(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+
+	res, _ := b.get(f.link(t, mainPayload(), "main"))
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app/signin" {
+		t.Fatalf("first-sight login = %d → %q, want 303 → /app/signin", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, page := b.get("/app/signin")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `value="ida@partner.example"`) || !strings.Contains(page, "Welcome, Ida Berg") {
+		t.Errorf("sign-in page does not greet and prefill the employee:\n%s", page)
+	}
+	token := csrfField.FindStringSubmatch(page)[1]
+
+	t.Run("sign-in without CSRF token refused", func(t *testing.T) {
+		res, _ := b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}})
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("POST without csrf = %d, want 403", res.StatusCode)
+		}
+		other := newBrowser(t, f.h)
+		res, _ = other.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("POST with another browser's csrf token = %d, want 403", res.StatusCode)
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		res, page := b.post("/app/signin", url.Values{"login": {"ida@partner.example"}, "password": {"nope"}, "csrf": {token}})
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Wrong username or password") {
+			t.Errorf("wrong password = %d, want 401 with a message", res.StatusCode)
+		}
+	})
+	res, _ = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app" {
+		t.Fatalf("sign-in = %d → %q, want 303 → /app", res.StatusCode, res.Header.Get("Location"))
+	}
+	_, page = b.get("/app")
+	for _, want := range []string{`id="account">Demo Instructor<`, `id="organization">North Clinic<`, `id="contact-name">Åse Nordmann<`, `id="contact-birthdate">1990-01-31<`, "case-9"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("app page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "01019012345") {
+		t.Errorf("app page shows the identity number")
+	}
+
+	t.Run("second link signs in directly", func(t *testing.T) {
+		p := mainPayload()
+		p.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Per", Lastname: "Olsen"}
+		b2 := newBrowser(t, f.h)
+		res, _ := b2.get(f.link(t, p, "main"))
+		if res.Header.Get("Location") != "/app" {
+			t.Fatalf("second link → %q, want /app", res.Header.Get("Location"))
+		}
+		_, page := b2.get("/app")
+		if !strings.Contains(page, `id="contact-name">Per Olsen<`) || !strings.Contains(page, `id="contact-birthdate">not given<`) {
+			t.Errorf("app page after SSO lacks the new contact:\n%s", page)
+		}
+	})
+	t.Run("sign out", func(t *testing.T) {
+		_, page := b.get("/app")
+		tok := csrfField.FindStringSubmatch(page)[1]
+		res, _ := b.post("/app/signout", url.Values{"csrf": {tok}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign out = %d, want 303", res.StatusCode)
+		}
+		res, _ = b.get("/app")
+		if res.Header.Get("Location") != "/app/signin" {
+			t.Errorf("/app after sign-out → %q, want /app/signin", res.Header.Get("Location"))
+		}
+	})
+}
+
+func TestGoFlowAndCodeReuse(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	path := f.link(t, goPayload(), "go")
+	b := newBrowser(t, f.h)
+	res, _ := b.get(path)
+	if res.Header.Get("Location") != "/go" {
+		t.Fatalf("Go login → %q, want /go", res.Header.Get("Location"))
+	}
+	_, page := b.get("/go")
+	if !strings.Contains(page, `id="member">Kari Hansen<`) {
+		t.Errorf("Go page lacks the member's name:\n%s", page)
+	}
+
+	t.Run("code used twice", func(t *testing.T) {
+		res, page := newBrowser(t, f.h).get(path)
+		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeUsed) {
+			t.Errorf("second use = %d, want 410 %s", res.StatusCode, CodeLoginCodeUsed)
+		}
+	})
+	t.Run("code expired", func(t *testing.T) {
+		path := f.link(t, goPayload(), "go")
+		f.now = f.now.Add(61 * time.Second)
+		res, page := newBrowser(t, f.h).get(path)
+		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeExpired) {
+			t.Errorf("expired = %d, want 410 %s", res.StatusCode, CodeLoginCodeExpired)
+		}
+	})
+	t.Run("code unknown", func(t *testing.T) {
+		res, _ := newBrowser(t, f.h).get("/app/login?code=abc")
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("unknown code = %d, want 400", res.StatusCode)
+		}
+	})
+}
+
+func TestCookieAttributes(t *testing.T) {
+	for _, tt := range []struct {
+		name, public, fwd string
+		secure            bool
+		sameSite          http.SameSite
+	}{
+		{"plain HTTP localhost", "http://localhost:8080", "", false, http.SameSiteLaxMode},
+		{"HTTPS through the gateway", "http://localhost:8080", "https", true, http.SameSiteNoneMode},
+		{"HTTPS public URL", "https://sso.example.com", "", true, http.SameSiteNoneMode},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.public)
+			res := serve(f.h, forwardRequest(t, "url", goPayload(), "go", f.now))
+			u, _ := url.Parse(body(t, res))
+			b := newBrowser(t, f.h)
+			b.fwd = tt.fwd
+			res = b.do(httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+			var c *http.Cookie
+			for _, x := range res.Cookies() {
+				if x.Name == sessionCookie {
+					c = x
+				}
+			}
+			if c == nil {
+				t.Fatalf("no %s cookie set", sessionCookie)
+			}
+			if !c.HttpOnly || c.Secure != tt.secure || c.SameSite != tt.sameSite || c.Path != "/" {
+				t.Errorf("cookie HttpOnly %v Secure %v SameSite %v Path %q, want true %v %v /", c.HttpOnly, c.Secure, c.SameSite, c.Path, tt.secure, tt.sameSite)
+			}
+			if hsts := res.Header.Get("Strict-Transport-Security"); (hsts != "") != tt.secure {
+				t.Errorf("Strict-Transport-Security = %q with HTTPS %v", hsts, tt.secure)
+			}
+		})
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	res, _ := newBrowser(t, f.h).get("/app/signin")
+	for k, want := range map[string]string{
+		"X-Content-Type-Options": "nosniff",
+		"Referrer-Policy":        "same-origin",
+		"Cache-Control":          "no-store",
+	} {
+		if got := res.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") || !strings.Contains(csp, "form-action 'self'") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+}

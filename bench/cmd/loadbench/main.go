@@ -1,0 +1,46 @@
+// Command loadbench measures the whole gateway over HTTP: Caddy with plain reverse_proxy
+// (the baseline), Caddy with jwt_partner and the memory nonce store, the same with the
+// Redis store, and the memory store under an unknown-kid flood, all against one upstream in
+// one invocation, with the same request size, path, method and content type.
+//
+// scripts/loadbench.sh is the documented way to run it. Its subcommands:
+//
+//	loadbench suite    [flags]  run every phase and print the table (the orchestrator)
+//	loadbench drive    [flags]  one load run from a file of tokens; prints a JSON result
+//	loadbench upstream [flags]  the upstream: 200 with a small body to every request
+//
+// The suite pins Caddy to one core and the generator, the upstream and Redis to the other
+// with taskset, each with GOMAXPROCS=1, so that the gateway's share of the machine is one
+// core and known; it mints between phases on every core, while nothing is measured.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "suite":
+		err = suiteMain(os.Args[2:])
+	case "drive":
+		err = driveMain(os.Args[2:])
+	case "upstream":
+		err = upstreamMain(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "loadbench %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: loadbench suite|drive|upstream [flags] (see scripts/loadbench.sh)")
+	os.Exit(2)
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// saturated is the generator core's busy share above which a phase's rate says more
+// about the load generator than about the gateway.
+const saturated = 0.95
+
+// Goals of issue 7, as ratios of requests per second in the same run.
+const (
+	goalMemory = 0.60 // b / a
+	goalRedis  = 0.50 // c / a
+	goalFlood  = 0.90 // d (valid tokens) / b
+)
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return s
+}
+
+func cpuModel() string {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func (s *suite) machine() []string {
+	caddyVersion, _ := exec.Command(s.caddyBin, "version").Output()
+	redisVersion, _ := exec.Command(s.redisBin, "--version").Output()
+	load, _ := os.ReadFile("/proc/loadavg")
+	return []string{
+		fmt.Sprintf("machine: %d CPUs (%s), %s, %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
+		fmt.Sprintf("caddy: %s; %s", firstLine(caddyVersion), firstLine(redisVersion)),
+		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); load generator, upstream and Redis on CPU %s (GOMAXPROCS=1 each); nice %d", s.gwCPU, s.genCPU, niceness),
+		fmt.Sprintf("load: %d connections, closed loop, %v warmup + %v measured per phase, %d rounds; unknown-kid flood: %d more connections, key set refresh_cooldown %v",
+			s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
+		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens", benchPath, benchContentType, len(s.pool[0]), benchRSABits),
+		fmt.Sprintf("load average at start: %s", firstLine(load)),
+	}
+}
+
+func (s *suite) printMachine(w io.Writer) {
+	for _, l := range s.machine() {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintf(w, "\n%-36s %5s %9s %9s %9s %8s %11s %9s %7s\n", "phase", "round", "req/s", "p50", "p99", "non-200", "caddy µs/req", "gen core", "fetches")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+func (s *suite) printRow(w io.Writer, r phaseResult) {
+	mark := ""
+	if r.Load.Exhausted {
+		mark = " (tokens used up early; window shortened)"
+	}
+	if r.GenCoreBusy >= saturated {
+		mark += " (generator core saturated: this phase measured the load, not the gateway)"
+	}
+	fmt.Fprintf(w, "%-36s %5d %9.0f %9s %9s %8d %11.1f %8.0f%% %7s%s\n", phaseTitle[r.Phase], r.Round, r.Load.RPS,
+		ms(r.Load.P50), ms(r.Load.P99), r.Load.Non(200), r.usPerReq(), 100*r.GenCoreBusy, fetchCol(r), mark)
+	if r.Flood != nil {
+		fmt.Fprintf(w, "%-36s %5s %9.0f %9s %9s %8d  (rejections are the point: none may be 200)\n", "   flood (random kids)", "",
+			r.Flood.RPS, ms(r.Flood.P50), ms(r.Flood.P99), r.Flood.Non(200))
+	}
+}
+
+func fetchCol(r phaseResult) string {
+	if r.Phase == phaseBaseline {
+		return "-"
+	}
+	return fmt.Sprint(r.Fetches)
+}
+
+// summary is the median of each phase over the rounds.
+type summary struct {
+	Phase       string  `json:"phase"`
+	RPS         float64 `json:"rps"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	Non200      int64   `json:"non_200"`
+	CaddyUS     float64 `json:"caddy_us_per_request"`
+	GenCoreBusy float64 `json:"gen_core_busy"`
+	Rounds      int     `json:"rounds"`
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+func (s *suite) summarise(ph string) (summary, bool) {
+	var rps, p50, p99, us, busy []float64
+	sum := summary{Phase: ph}
+	for _, r := range s.results {
+		if r.Phase != ph {
+			continue
+		}
+		rps = append(rps, r.Load.RPS)
+		p50 = append(p50, float64(r.Load.P50)/1e6)
+		p99 = append(p99, float64(r.Load.P99)/1e6)
+		us = append(us, r.usPerReq())
+		busy = append(busy, r.GenCoreBusy)
+		sum.Non200 += r.Load.Non(200)
+		sum.Rounds++
+	}
+	if sum.Rounds == 0 {
+		return sum, false
+	}
+	sum.RPS, sum.P50ms, sum.P99ms, sum.CaddyUS, sum.GenCoreBusy = median(rps), median(p50), median(p99), median(us), median(busy)
+	return sum, true
+}
+
+func verdict(ratio, goal float64) string {
+	if ratio >= goal {
+		return fmt.Sprintf("meets the goal of %.0f%%", 100*goal)
+	}
+	return fmt.Sprintf("MISSES the goal of %.0f%%", 100*goal)
+}
+
+func (s *suite) report() error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\n## Summary (medians over the rounds)\n\n")
+	for _, l := range s.machine() {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	sums := map[string]summary{}
+	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood} {
+		sum, ok := s.summarise(ph)
+		if !ok {
+			continue
+		}
+		sums[ph] = sum
+		warn := ""
+		if sum.GenCoreBusy >= saturated {
+			warn = " (saturated: not a measure of the gateway)"
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f ms | %.2f ms | %d | %.1f | %.0f%%%s |\n", phaseTitle[ph], sum.RPS, sum.P50ms, sum.P99ms, sum.Non200, sum.CaddyUS, 100*sum.GenCoreBusy, warn)
+	}
+	fmt.Fprintln(&b)
+	a, okA := sums[phaseBaseline]
+	// The CPU view divides Caddy's CPU time per request instead of the rates: on a core
+	// that other work on the machine also wants, it is the steadier of the two.
+	if m, ok := sums[phaseMemory]; ok && okA {
+		fmt.Fprintf(&b, "- b/a = %.1f%% (%s)%s; by Caddy CPU per request: %.1f%%\n", 100*m.RPS/a.RPS, verdict(m.RPS/a.RPS, goalMemory), s.perRound(phaseMemory), 100*a.CaddyUS/m.CaddyUS)
+	}
+	if c, ok := sums[phaseRedis]; ok && okA {
+		fmt.Fprintf(&b, "- c/a = %.1f%% (%s)%s; by Caddy CPU per request: %.1f%%\n", 100*c.RPS/a.RPS, verdict(c.RPS/a.RPS, goalRedis), s.perRound(phaseRedis), 100*a.CaddyUS/c.CaddyUS)
+	}
+	for _, r := range s.results {
+		if r.Phase != phaseFlood {
+			continue
+		}
+		if m, ok := sums[phaseMemory]; ok {
+			fmt.Fprintf(&b, "- d/b = %.1f%% valid-token throughput under the flood (%s); the flood itself ran at %.0f req/s (%d answers, none 200: %v)\n",
+				100*r.Load.RPS/m.RPS, verdict(r.Load.RPS/m.RPS, goalFlood), r.Flood.RPS, r.Flood.Requests, r.Flood.Status[200] == 0)
+		}
+		allowed := int(math.Ceil(r.Load.Elapsed.Seconds()/s.cooldown.Seconds())) + 1
+		fmt.Fprintf(&b, "- key set fetches during the %v flood window: %d (refresh_cooldown %v: at most one per cooldown, %d in this window)\n",
+			r.Load.Elapsed.Round(time.Millisecond), r.Fetches, s.cooldown, allowed)
+	}
+	fmt.Print(b.String())
+	if err := os.WriteFile(filepath.Join(s.out, "summary.md"), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(struct {
+		Machine []string           `json:"machine"`
+		Phases  []phaseResult      `json:"phases"`
+		Summary map[string]summary `json:"summary"`
+	}{s.machine(), s.results, sums}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.out, "results.json"), data, 0o644)
+}
+
+// perRound lists the ratio of ph to the baseline of the same round, to show the spread.
+func (s *suite) perRound(ph string) string {
+	base := map[int]float64{}
+	for _, r := range s.results {
+		if r.Phase == phaseBaseline {
+			base[r.Round] = r.Load.RPS
+		}
+	}
+	var parts []string
+	for _, r := range s.results {
+		if r.Phase == ph && base[r.Round] > 0 {
+			parts = append(parts, fmt.Sprintf("%.1f%%", 100*r.Load.RPS/base[r.Round]))
+		}
+	}
+	if len(parts) < 2 {
+		return ""
+	}
+	return "; per round: " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/partnerkit"
+)
+
+// cmdCheck explains rule by rule why the gateway would accept or reject a token. The
+// verdict and its code are linktoken's, the gateway's own verification.
+func cmdCheck(ctx context.Context, args []string, e env) error {
+	fs := newFlags("check", e)
+	jwksFile := fs.String("jwks", "", "the partner's jwks.json")
+	jwksURL := fs.String("jwks-url", "", "the URL the partner publishes its jwks.json at")
+	iss := fs.String("iss", "", "the issuer agreed with the service")
+	aud := fs.String("aud", "", "the audience agreed with the service")
+	algs := fs.String("alg", "", "the algorithms the gateway allows for the partner, comma separated (default: RS256,PS256,ES256)")
+	kinds := fs.String("kind", "", "the link kinds the gateway allows for the partner: main, go or main,go (default: both)")
+	leeway := fs.Duration("leeway", linktoken.DefaultLeeway, "the gateway's clock leeway")
+	maxLifetime := fs.Duration("max-lifetime", linktoken.DefaultMaxLifetime, "the gateway's max_lifetime for the partner")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usagef("give one TOKEN, or - to read it from standard input")
+	case (*jwksFile == "") == (*jwksURL == ""):
+		return usagef("give exactly one of --jwks FILE and --jwks-url URL")
+	case *iss == "" || *aud == "":
+		return usagef("--iss and --aud are required")
+	}
+	rules := linktoken.Rules{Issuer: *iss, Audience: *aud, Algorithms: commaList(*algs), Leeway: *leeway, MaxLifetime: *maxLifetime}
+	for _, k := range commaList(*kinds) {
+		kind, ok := linkspec.ParseKind(k)
+		if !ok {
+			return usagef("--kind %q: use main or go", k)
+		}
+		rules.Kinds = append(rules.Kinds, kind)
+	}
+	if _, err := linktoken.NewVerifier(rules); err != nil {
+		return usagef("%v", err)
+	}
+	token := pos[0]
+	if token == "-" {
+		b, err := io.ReadAll(io.LimitReader(e.stdin, 1<<20))
+		if err != nil {
+			return err
+		}
+		token = string(b)
+	}
+	var jwks []byte
+	if *jwksFile != "" {
+		jwks, err = os.ReadFile(*jwksFile)
+	} else {
+		jwks, err = fetch(ctx, e.http, *jwksURL)
+	}
+	if err != nil {
+		return err
+	}
+	r := partnerkit.Check(ctx, token, jwks, rules, e.now())
+	printReport(e, r)
+	if !r.Accepted {
+		return exitError(exitFailed)
+	}
+	return nil
+}
+
+var marks = map[partnerkit.Outcome]string{
+	partnerkit.Passed:     "ok  ",
+	partnerkit.Failed:     "FAIL",
+	partnerkit.NotChecked: " -- ",
+	partnerkit.Offline:    " ?? ",
+}
+
+func printReport(e env, r *partnerkit.Report) {
+	w := e.stdout
+	for _, s := range r.Steps {
+		fmt.Fprintf(w, "%s %s", marks[s.Outcome], s.Rule)
+		switch {
+		case s.Outcome == partnerkit.Failed:
+			fmt.Fprintf(w, " [%s]", s.Code)
+			if s.Detail != "" {
+				fmt.Fprintf(w, ": %s", s.Detail)
+			}
+		case s.Outcome == partnerkit.Offline:
+			fmt.Fprintf(w, ": not checked offline; %s", s.Detail)
+		case s.Detail != "" && s.Outcome == partnerkit.Passed:
+			fmt.Fprintf(w, " (%s)", s.Detail)
+		}
+		fmt.Fprintln(w)
+		for _, f := range s.Fields {
+			fmt.Fprintf(w, "       %s: %s\n", f.Field, f.Reason)
+		}
+	}
+	if r.KeySetError != "" {
+		fmt.Fprintf(w, "FAIL the key set: the gateway refuses it: %s\n", r.KeySetError)
+	}
+	if r.Accepted {
+		fmt.Fprintf(w, "verdict: accepted (a %s link), unless the gateway has seen its nonce before\n", r.Kind)
+		return
+	}
+	code := string(r.Code)
+	if code == "" {
+		code = "error"
+	}
+	fmt.Fprintf(w, "verdict: rejected: %s", code)
+	if r.Detail != "" {
+		fmt.Fprintf(w, ": %s", r.Detail)
+	}
+	fmt.Fprintln(w)
+	for _, f := range r.Fields {
+		fmt.Fprintf(w, "  %s: %s\n", f.Field, f.Reason)
+	}
+}
+
+// fetch reads a key set from url as the gateway would (it requires HTTPS; plain http is
+// allowed here for a partner testing on its own machine).
+func fetch(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
+	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
+		return nil, usagef("--jwks-url %q is not an http(s) URL", url)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching the key set: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching the key set: %s answered %s", url, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+}

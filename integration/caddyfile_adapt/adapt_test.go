@@ -1,0 +1,96 @@
+// Package caddyfileadapt holds the golden adapt tests of the jwt_partner directive: each
+// *.caddyfiletest file is a Caddyfile, a line of ten dashes, and the JSON `caddy adapt`
+// must produce, or "error: " and a substring of the adapt error (file and line included).
+// Run `go test ./integration/caddyfile_adapt -update` to rewrite the JSON halves after a
+// deliberate change, then review the diff.
+package caddyfileadapt
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/partnergate/partnergate/caddymodule"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected JSON of the golden files")
+
+const separator = "\n----------\n"
+
+func TestAdapt(t *testing.T) {
+	files, err := filepath.Glob("*.caddyfiletest")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(file, ".caddyfiletest"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			input, want, ok := strings.Cut(string(data), separator)
+			if !ok {
+				t.Fatalf("%s: no %q separator line", file, strings.TrimSpace(separator))
+			}
+			got, err := adapt(file, input+"\n")
+			if wantErr, isErr := strings.CutPrefix(strings.TrimSpace(want), "error: "); isErr {
+				if err == nil || !strings.Contains(err.Error(), wantErr) {
+					t.Errorf("adapt(%s) error = %v, want one containing %q", file, err, wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("adapt(%s): %v", file, err)
+			}
+			if *update {
+				if err := os.WriteFile(file, []byte(input+separator+got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if strings.TrimSpace(got) != strings.TrimSpace(want) {
+				t.Errorf("adapt(%s) =\n%s\nwant\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+func adapt(file, input string) (string, error) {
+	out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(input), map[string]any{"filename": file})
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, out, "", "\t"); err != nil {
+		return "", err
+	}
+	for _, w := range warnings {
+		b.WriteString("\nwarning: " + w.String())
+	}
+	return b.String() + "\n", nil
+}
+
+// TestCaddyfileExampleAdapts keeps Caddyfile.example in step with the directive.
+func TestCaddyfileExampleAdapts(t *testing.T) {
+	data, err := os.ReadFile("../../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := adapt("Caddyfile.example", string(data))
+	if err != nil {
+		t.Fatalf("adapting Caddyfile.example: %v", err)
+	}
+	for _, want := range []string{`"handler": "jwt_partner"`, `"issuer": "https://partner.example"`, `"audience": "partnergate-demo"`, `"jwks_file": "./data/demo/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("adapted Caddyfile.example lacks %s", want)
+		}
+	}
+}

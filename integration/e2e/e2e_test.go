@@ -1,0 +1,466 @@
+// Package e2e runs the whole link flow in a real browser: headless Debian chromium, driven
+// by chromedp, opens partner pages that post tokens to the real gateway (the caddy binary
+// with jwt_partner), which forwards them to the real app service (SQLite). Screenshots of
+// every step land in integration/artifacts/e2e/ for a person to look at.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/partnergate/partnergate/appservice"
+	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+const (
+	issuer   = "https://partner.example"
+	audience = "partnergate-demo"
+	password = "e2e-instructor-password"
+	// chromiumPath is where Debian's chromium package installs the browser.
+	chromiumPath = "/usr/bin/chromium"
+)
+
+// stack is a gateway in front of an app service, a partner site that serves pages posting
+// link tokens, and the partner's signing key.
+type stack struct {
+	gateway *harness.Caddy
+	app     *appservice.Server
+	appLogs *syncBuffer
+	partner *httptest.Server
+	key     *harness.Key
+	pages   sync.Map // path → HTML
+	n       int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{key: harness.NewKey(t, "ES256", "e2e-1"), appLogs: &syncBuffer{}}
+	dir := t.TempDir()
+	jwks := harness.WriteJWKS(t, dir, s.key)
+	secret := "e2e-upstream-secret-0123456789abcdef"
+	appPort := harness.FreePort(t)
+
+	s.gateway = harness.StartCaddy(t, harness.Config{
+		Caddyfile: `{
+	admin {{.Admin}}
+}
+http://127.0.0.1:{{.Port}} {
+	route /partner/* {
+		jwt_partner {
+			partner demo {
+				jwks_file {{.Vars.jwks}}
+				issuer ` + issuer + `
+				audience ` + audience + `
+			}
+			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}
+		}
+		reverse_proxy {{.Vars.app}}
+	}
+	reverse_proxy {{.Vars.app}} {
+		header_up -X-Partner-*
+	}
+}`,
+		Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
+		Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
+	})
+
+	var err error
+	s.app, err = appservice.Start(context.Background(), appservice.Config{
+		Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
+		Database:       filepath.Join(dir, "app.db"),
+		SecretFile:     filepath.Join(dir, "app.secret"),
+		PublicURL:      s.gateway.URL,
+		FrameAncestors: "'self' http://127.0.0.1:*",
+		UpstreamSecret: secret,
+		Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: password},
+		Logger:         slog.New(slog.NewJSONHandler(s.appLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatalf("starting the app service: %v", err)
+	}
+	t.Cleanup(func() { s.app.Shutdown(context.Background()) })
+
+	s.partner = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, ok := s.pages.Load(r.URL.Path)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(page.([]byte))
+	}))
+	t.Cleanup(s.partner.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("app service log:\n%s", s.appLogs.String())
+			t.Logf("gateway log:\n%s", s.gateway.Logs())
+		}
+	})
+	return s
+}
+
+var partnerPage = template.Must(template.New("partner").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Partner EHR</title>
+<style>body{font-family:sans-serif;margin:1rem}iframe{border:2px solid #888;width:880px;height:520px}</style></head>
+<body>
+<h1>Partner EHR · patient record</h1>
+<form method="post" action="{{.Action}}"{{if .Frame}} target="app"{{end}}>
+<input type="hidden" name="payload" value="{{.Token}}">
+<button id="open" type="submit">Open exercise plans</button>
+</form>
+{{if .Frame}}<iframe name="app" id="app" title="exercise plans"></iframe>{{end}}
+</body></html>`))
+
+// partnerForm mints a token for payload and serves the partner page that posts it to the
+// gateway's /payload endpoint, in the page itself or into an iframe. It returns the URL.
+func (s *stack) partnerForm(t *testing.T, payload map[string]any, frame bool) string {
+	t.Helper()
+	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: payload})
+	var b bytes.Buffer
+	if err := partnerPage.Execute(&b, map[string]any{"Action": s.gateway.URL + "/partner/demo/payload", "Token": tok, "Frame": frame}); err != nil {
+		t.Fatal(err)
+	}
+	s.n++
+	path := fmt.Sprintf("/page/%d", s.n)
+	s.pages.Store(path, b.Bytes())
+	return s.partner.URL + path
+}
+
+// linkURL sends a token to /url as a partner's back end would and returns the login URL.
+func (s *stack) linkURL(t *testing.T, payload map[string]any) string {
+	t.Helper()
+	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: payload})
+	res := s.gateway.PostURL(t, "demo", tok)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST /partner/demo/url = %d %s", res.StatusCode, res.Body)
+	}
+	u := strings.TrimSpace(string(res.Body))
+	if !strings.HasPrefix(u, s.gateway.URL+"/app/login?code=") {
+		t.Fatalf("/url answered %q, want a login URL on %s", u, s.gateway.URL)
+	}
+	return u
+}
+
+// newBrowser starts a headless chromium with a fresh profile; the browser ends with the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium not found at %s: install Debian's chromium package (apt-get install chromium, which scripts/test-deps.sh does) and run again", chromiumPath)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 760),
+	}
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // chromium refuses to run its sandbox as root
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// step runs actions with a timeout, failing the test with the step's name.
+func step(t *testing.T, ctx context.Context, name string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("step %s: %v", name, time.Since(start)) }()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, actions...); err != nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		screenshot(t, ctx, "failed-"+name)
+		t.Fatalf("%s: %v (page %s)", name, err, loc)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, id string, opts ...chromedp.QueryOption) string {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS("#"+id), opts...))
+	if err != nil {
+		t.Fatalf("reading #%s: %v", id, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// screenshot saves what the browser shows to integration/artifacts/e2e/<test>-<name>.png.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	dir := filepath.Join(root, "integration", "artifacts", "e2e")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	file := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png")
+	if err := os.WriteFile(file, buf, 0o644); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+func mainPayload(employee, contactID, first, last, birthdate string) map[string]any {
+	p := harness.MainPayload()
+	p["employeeId"] = employee
+	c := p["contact"].(map[string]any)
+	c["id"], c["firstname"], c["lastname"], c["birthdate"] = contactID, first, last, birthdate
+	return p
+}
+
+func TestFirstSightSignInThenSingleSignOn(t *testing.T) {
+	s := startStack(t)
+	ctx := newBrowser(t)
+
+	// First link for employee emp-1001 (Åsa Ångström): the gateway answers the URL, the
+	// browser opens it and lands on the sign-in page, prefilled with her e-mail.
+	step(t, ctx, "open first link", chromedp.Navigate(s.linkURL(t, mainPayload("emp-1001", "c-7", "Zoë", "Þórsdóttir", "1980-02-29"))),
+		chromedp.WaitVisible(chromedp.ID("password")))
+	if got := text(t, ctx, "first-visit"); !strings.Contains(got, "Welcome, Åsa Ångström") {
+		t.Errorf("sign-in page greeting = %q, want it to welcome Åsa Ångström", got)
+	}
+	login, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("login")))
+	if err != nil || login != "asa@partner.example" {
+		t.Errorf("login field = %q, %v, want prefilled asa@partner.example", login, err)
+	}
+	screenshot(t, ctx, "1-signin")
+
+	// She signs in with her service account (username, not the prefilled e-mail).
+	step(t, ctx, "sign in",
+		chromedp.Clear(chromedp.ID("login")),
+		chromedp.SendKeys(chromedp.ID("login"), "instructor"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID("contact-name")))
+	for id, want := range map[string]string{
+		"account": "Coach Carter", "organization": "Kliniken Öst",
+		"contact-name": "Zoë Þórsdóttir", "contact-birthdate": "1980-02-29",
+	} {
+		if got := text(t, ctx, id); got != want {
+			t.Errorf("app page #%s = %q, want %q", id, got, want)
+		}
+	}
+	screenshot(t, ctx, "2-app")
+
+	// The second link for the same employee, as the partner page's hidden payload form, in
+	// a browser that has never seen the application: straight to the app page (SSO).
+	ctx2 := newBrowser(t)
+	step(t, ctx2, "open partner page", chromedp.Navigate(s.partnerForm(t, mainPayload("emp-1001", "c-99", "Kari", "Nordmann", "2001-12-24"), false)))
+	screenshot(t, ctx2, "3-partner-page")
+	step(t, ctx2, "submit payload form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("contact-name")))
+	loc, _ := chromedp.Run(ctx2, chromedp.Location())
+	if !strings.HasSuffix(loc, "/app") {
+		t.Errorf("second link landed on %s, want the app page", loc)
+	}
+	for id, want := range map[string]string{"account": "Coach Carter", "contact-name": "Kari Nordmann", "contact-birthdate": "2001-12-24"} {
+		if got := text(t, ctx2, id); got != want {
+			t.Errorf("app page after SSO #%s = %q, want %q", id, got, want)
+		}
+	}
+	screenshot(t, ctx2, "4-app-sso")
+
+	// Sign out ends the session.
+	step(t, ctx2, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signed-out")))
+	step(t, ctx2, "app after sign-out", chromedp.Navigate(s.gateway.URL+"/app"), chromedp.WaitVisible(chromedp.ID("password")))
+
+	checkNoPersonalData(t, s)
+}
+
+func TestGoLinkCreatesMemberAndSignsIn(t *testing.T) {
+	s := startStack(t)
+	ctx := newBrowser(t)
+	step(t, ctx, "open partner page", chromedp.Navigate(s.partnerForm(t, harness.GoPayload(), false)))
+	step(t, ctx, "submit Go form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("member")))
+	if got := text(t, ctx, "member"); got != "Jürgen Müller-Łukasz" {
+		t.Errorf("Go page member = %q, want %q", got, "Jürgen Müller-Łukasz")
+	}
+	if got := text(t, ctx, "organization"); got != "Kliniken Öst" {
+		t.Errorf("Go page organization = %q, want %q", got, "Kliniken Öst")
+	}
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if loc != s.gateway.URL+"/go" {
+		t.Errorf("Go link landed on %s, want %s/go", loc, s.gateway.URL)
+	}
+	screenshot(t, ctx, "go-member")
+	checkNoPersonalData(t, s)
+}
+
+func TestLoginCodeWorksOnce(t *testing.T) {
+	s := startStack(t)
+	u := s.linkURL(t, harness.GoPayload())
+
+	ctx := newBrowser(t)
+	step(t, ctx, "first use", chromedp.Navigate(u), chromedp.WaitVisible(chromedp.ID("member")))
+
+	// The same URL again, even in another browser (a copied link): refused.
+	ctx2 := newBrowser(t)
+	step(t, ctx2, "second use", chromedp.Navigate(u), chromedp.WaitVisible(chromedp.ID("problem")))
+	if got := text(t, ctx2, "code"); got != "login_code_used" {
+		t.Errorf("second use error code = %q, want login_code_used", got)
+	}
+	if title, _ := chromedp.Run(ctx2, chromedp.Title()); !strings.Contains(title, "Link already used") {
+		t.Errorf("second use page title = %q, want it to say the link was used", title)
+	}
+	screenshot(t, ctx2, "code-reused")
+}
+
+func TestPayloadFormInIframe(t *testing.T) {
+	s := startStack(t)
+	// The employee is known and linked already: sign in once through /url.
+	ctx := newBrowser(t)
+	step(t, ctx, "first link", chromedp.Navigate(s.linkURL(t, mainPayload("emp-7", "c-1", "Ola", "Hansen", "1970-05-05"))),
+		chromedp.WaitVisible(chromedp.ID("password")),
+		chromedp.Clear(chromedp.ID("login")),
+		chromedp.SendKeys(chromedp.ID("login"), "instructor"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID("contact-name")))
+
+	// The partner page posts the hidden form into its iframe; the app opens inside it.
+	ctx2 := newBrowser(t)
+	step(t, ctx2, "open partner page with iframe", chromedp.Navigate(s.partnerForm(t, mainPayload("emp-7", "c-2", "Nora", "Lie", "1999-09-09"), true)),
+		chromedp.Click(chromedp.ID("open")))
+	var got string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx2, 2*time.Second)
+		frames, err := chromedp.Run(c, chromedp.Nodes(chromedp.CSS("iframe#app")))
+		if err == nil && len(frames) == 1 {
+			got, err = chromedp.Run(c, chromedp.Text(chromedp.CSS("#contact-name"), chromedp.FromNode(frames[0])))
+		}
+		cancel()
+		if err == nil && got != "" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got != "Nora Lie" {
+		screenshot(t, ctx2, "failed-iframe")
+		t.Fatalf("contact in the iframe = %q, want %q", got, "Nora Lie")
+	}
+	loc, _ := chromedp.Run(ctx2, chromedp.Location())
+	if !strings.HasPrefix(loc, s.partner.URL) {
+		t.Errorf("top page = %s, want the partner page to stay", loc)
+	}
+	screenshot(t, ctx2, "iframe")
+}
+
+// checkNoPersonalData asserts that neither log holds the ssn or a contact's name.
+func checkNoPersonalData(t *testing.T, s *stack) {
+	t.Helper()
+	for name, logs := range map[string]string{"app service": s.appLogs.String(), "gateway": s.gateway.Logs()} {
+		for _, secret := range []string{"19800229-1234", "19700101-9999", "Þórsdóttir", "Müller", "asa@partner.example"} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("%s log contains the personal value %q", name, secret)
+			}
+		}
+	}
+}
+
+// TestRunScriptCheck runs ./run.sh --check, the README's first command in its self-test
+// mode, on free ports and a temporary data folder.
+func TestRunScriptCheck(t *testing.T) {
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "run.sh"), "--check")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"PARTNERGATE_DEMO_DATA="+t.TempDir(),
+		"PARTNERGATE_DEMO_PORT="+strconv.Itoa(harness.FreePort(t)),
+		"PARTNERGATE_DEMO_APP_PORT="+strconv.Itoa(harness.FreePort(t)),
+		"PARTNERGATE_DEMO_ADMIN_PORT="+strconv.Itoa(harness.FreePort(t)),
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "run.sh --check: passed") {
+		t.Fatalf("./run.sh --check = %v\n%s", err, out)
+	}
+}
+
+// TestDirectRequestRefused plays a client that reaches the app service without the gateway
+// and sets the gateway's headers by hand: refused, and no login URL comes back.
+func TestDirectRequestRefused(t *testing.T) {
+	s := startStack(t)
+	claims, err := json.Marshal(harness.MainPayload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongSecret := linkspec.SignAssertion([]byte("not-the-gateway-secret-0123456789abcdef"), time.Now(), linkspec.Forwarded{
+		Partner: "demo", Endpoint: "url", Kind: "main", Issuer: issuer, KeyID: "e2e-1", Claims: base64.RawURLEncoding.EncodeToString(claims)})
+	for _, assertion := range []string{"", "v1.1795321069.forged", wrongSecret} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.app.Addr+"/partner/demo/url", nil)
+		req.Header.Set("X-Partner-Name", "demo")
+		req.Header.Set("X-Partner-Endpoint", "url")
+		req.Header.Set("X-Partner-Kind", "main")
+		req.Header.Set("X-Partner-Issuer", url.QueryEscape(issuer))
+		req.Header.Set("X-Partner-Key-Id", "e2e-1")
+		req.Header.Set("X-Partner-Claims", base64.RawURLEncoding.EncodeToString(claims))
+		if assertion != "" {
+			req.Header.Set("X-Partner-Assertion", assertion)
+		}
+		res := harness.Do(t, req)
+		var p struct{ Code string }
+		json.Unmarshal(res.Body, &p)
+		if res.StatusCode != http.StatusForbidden || p.Code != "gateway_assertion_invalid" || bytes.Contains(res.Body, []byte("/app/login")) {
+			t.Errorf("direct request with assertion %q = %d %s, want 403 gateway_assertion_invalid", assertion, res.StatusCode, res.Body)
+		}
+	}
+}

@@ -1,0 +1,333 @@
+// Package harness runs partnergate end to end in tests: it builds the caddy binary with the
+// project's modules once per test process, starts it with a templated Caddyfile on free
+// ports, records what reaches the upstream, and makes partner keys, key sets and tokens
+// (with jwx directly, so it does not depend on the partner kit it may be used to test).
+//
+// A typical test:
+//
+//	up := harness.NewUpstream(t)
+//	key := harness.NewKey(t, "RS256", "k1")
+//	jwks := harness.WriteJWKS(t, t.TempDir(), key)
+//	c := harness.StartCaddy(t, harness.Config{
+//		Caddyfile: `{
+//			admin {{.Admin}}
+//		}
+//		http://127.0.0.1:{{.Port}} {
+//			route /partner/* {
+//				jwt_partner {
+//					partner demo {
+//						jwks_file {{.Vars.jwks}}
+//						issuer https://partner.example
+//						audience partnergate-demo
+//					}
+//				}
+//				reverse_proxy {{.Vars.upstream}}
+//			}
+//		}`,
+//		Vars: map[string]string{"jwks": jwks, "upstream": up.Addr()},
+//	})
+//	tok := key.Sign(t, harness.Token{Issuer: "https://partner.example", Audience: "partnergate-demo"})
+//	resp := c.PostURL(t, "demo", tok)
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+)
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// CaddyBinary returns the path of a caddy binary built from this checkout's cmd/caddy (the
+// same main package xcaddy.sh builds), building it on the first call of the test process.
+func CaddyBinary(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "partnergate-caddy-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		bin := filepath.Join(dir, "caddy")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("building caddy: %v\n%s", err, out)
+			return
+		}
+		build.path = bin
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// ModuleRoot returns the directory of the repository's go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("finding the module root: not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Config describes a Caddy to start.
+type Config struct {
+	// Caddyfile is a text/template. It sees {{.Port}} (a free port for the site),
+	// {{.Admin}} (a free admin address, 127.0.0.1:port), {{.Dir}} (the working directory)
+	// and {{.Vars.name}}.
+	Caddyfile string
+	// Vars are the test's own template values.
+	Vars map[string]string
+	// Env is added to the environment of the caddy process.
+	Env []string
+	// Dir is the working directory; default a new temporary directory.
+	Dir string
+}
+
+// Caddy is a running caddy process.
+type Caddy struct {
+	// URL is the site's base URL, http://127.0.0.1:port.
+	URL string
+	// Port is the site's port; Admin the admin address.
+	Port  int
+	Admin string
+	// Dir is the process's working directory; Caddyfile the file it runs.
+	Dir       string
+	Caddyfile string
+
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+}
+
+// Render fills in the Caddyfile template of cfg with a free port and admin address.
+func Render(t testing.TB, cfg Config) (text string, port int, admin string) {
+	t.Helper()
+	tmpl, err := template.New("Caddyfile").Option("missingkey=error").Parse(cfg.Caddyfile)
+	if err != nil {
+		t.Fatalf("parsing the Caddyfile template: %v", err)
+	}
+	port = FreePort(t)
+	admin = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, map[string]any{"Port": port, "Admin": admin, "Dir": cfg.Dir, "Vars": cfg.Vars}); err != nil {
+		t.Fatalf("rendering the Caddyfile template: %v", err)
+	}
+	return b.String(), port, admin
+}
+
+// StartCaddy starts caddy with cfg, waits until the site's port accepts connections and
+// stops the process in t.Cleanup. It fails the test if caddy exits or does not become
+// ready within 60s, with caddy's output in the message.
+func StartCaddy(t testing.TB, cfg Config) *Caddy {
+	t.Helper()
+	bin := CaddyBinary(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	text, port, admin := Render(t, cfg)
+	file := filepath.Join(cfg.Dir, "Caddyfile")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Caddy{
+		URL:       "http://127.0.0.1:" + strconv.Itoa(port),
+		Port:      port,
+		Admin:     admin,
+		Dir:       cfg.Dir,
+		Caddyfile: file,
+		logs:      &syncBuffer{},
+		done:      make(chan struct{}),
+	}
+	c.cmd = exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
+	c.cmd.Dir = cfg.Dir
+	c.cmd.Env = append(append(os.Environ(), "HOME="+cfg.Dir, "XDG_DATA_HOME="+cfg.Dir, "XDG_CONFIG_HOME="+cfg.Dir), cfg.Env...)
+	c.cmd.Stdout = c.logs
+	c.cmd.Stderr = c.logs
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("starting caddy: %v", err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(c.Stop)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-c.done:
+			t.Fatalf("caddy exited before it was ready:\n%s", c.Logs())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err == nil {
+			conn.Close()
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("caddy not ready after 60s:\n%s", c.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop stops caddy gracefully (SIGINT), killing it after 10s. Safe to call twice.
+func (c *Caddy) Stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// Logs returns everything caddy wrote to stdout and stderr so far: its own log, and the
+// access log when the Caddyfile sends it to stderr.
+func (c *Caddy) Logs() string { return c.logs.String() }
+
+// Reload makes the running caddy load a new Caddyfile rendered from cfg's template with
+// the same port and admin address, through `caddy reload`.
+func (c *Caddy) Reload(t testing.TB, caddyfile string, vars map[string]string) {
+	t.Helper()
+	tmpl, err := template.New("Caddyfile").Option("missingkey=error").Parse(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, map[string]any{"Port": c.Port, "Admin": c.Admin, "Dir": c.Dir, "Vars": vars}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Caddyfile, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := RunCaddy(t, c.Dir, "reload", "--config", c.Caddyfile, "--adapter", "caddyfile", "--address", c.Admin)
+	if err != nil {
+		t.Fatalf("caddy reload: %v\n%s", err, out)
+	}
+}
+
+// RunCaddy runs the caddy binary with args in dir (for validate, adapt, list-modules) and
+// returns its combined output.
+func RunCaddy(t testing.TB, dir string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, CaddyBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Post sends a POST to path with the given content type and body and returns the
+// response with its body read.
+func (c *Caddy) Post(t testing.TB, path, contentType, body string, header http.Header) *Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return Do(t, req)
+}
+
+// PostURL posts tok to /partner/{partner}/url as text/plain.
+func (c *Caddy) PostURL(t testing.TB, partner, tok string) *Response {
+	t.Helper()
+	return c.Post(t, "/partner/"+partner+"/url", "text/plain", tok, nil)
+}
+
+// PostPayload posts tok to /partner/{partner}/payload as the form field payload.
+func (c *Caddy) PostPayload(t testing.TB, partner, tok string) *Response {
+	t.Helper()
+	return c.Post(t, "/partner/"+partner+"/payload", "application/x-www-form-urlencoded", "payload="+urlQueryEscape(tok), nil)
+}
+
+// Response is an HTTP response with its body read.
+type Response struct {
+	*http.Response
+	Body []byte
+}
+
+// Do sends req (with a 30s timeout, no redirects followed) and reads the response.
+func Do(t testing.TB, req *http.Request) *Response {
+	t.Helper()
+	client := &http.Client{
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(resp.Body); err != nil {
+		t.Fatalf("reading the response of %s %s: %v", req.Method, req.URL, err)
+	}
+	return &Response{Response: resp, Body: b.Bytes()}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,171 @@
+package kit
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/integration/harness"
+)
+
+var verdict = regexp.MustCompile(`(?m)^verdict: (accepted|rejected: ([a-z_]+))`)
+
+// checkVerdict runs `partnerlink check` and returns its exit status and code ("" for
+// accepted).
+func checkVerdict(t *testing.T, tok, jwks string, extra ...string) (int, string, string) {
+	t.Helper()
+	r := partnerlink(t, append([]string{"check", tok, "--jwks", jwks, "--iss", issuer, "--aud", audience}, extra...)...)
+	m := verdict.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("check printed no verdict (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return r.code, m[2], r.stdout
+}
+
+// TestCheckAgreesWithGateway sends tokens broken in every way the gateway's verifier
+// rejects to the real gateway and to `partnerlink check`, and compares verdicts and codes.
+func TestCheckAgreesWithGateway(t *testing.T) {
+	rsa := harness.NewKey(t, "RS256", "rsa-1")
+	ps := harness.NewKey(t, "PS256", "ps-1")
+	ec := harness.NewKey(t, "ES256", "ec-1")
+	stranger := harness.NewKey(t, "ES256", "ec-1") // same kid, another key
+	jwks := harness.WriteJWKS(t, t.TempDir(), rsa, ps, ec)
+	c, _ := startGateway(t,
+		partner("all", "jwks_file "+jwks),
+		partner("gonly", "jwks_file "+jwks, "kinds go"),
+		partner("ecnly", "jwks_file "+jwks, "algorithms ES256"),
+	)
+	statuses := guideStatuses(t)
+	now := time.Now()
+	valid := harness.Token{Issuer: issuer, Audience: audience}
+	with := func(f func(*harness.Token)) harness.Token { tok := valid; f(&tok); return tok }
+	payloadWithout := func(field string) map[string]any {
+		p := harness.MainPayload()
+		delete(p, field)
+		return p
+	}
+
+	tests := []struct {
+		name    string
+		partner string
+		checkAs []string // the check flags that describe that partner
+		tok     func() string
+		want    string
+	}{
+		{"valid RS256", "all", nil, func() string { return rsa.Sign(t, valid) }, ""},
+		{"valid PS256", "all", nil, func() string { return ps.Sign(t, valid) }, ""},
+		{"valid ES256 Go link", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Payload = harness.GoPayload() })) }, ""},
+		{"aud array", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Audiences = []string{"x", audience} }))
+		}, ""},
+		{"not a JWS", "all", nil, func() string { return "not-a-token" }, "token_malformed"},
+		{"four segments", "all", nil, func() string { return ec.Sign(t, valid) + ".x" }, "token_malformed"},
+		{"typ JOSE", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"typ": "JOSE"} }))
+		}, "header_invalid"},
+		{"typ missing", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"typ": nil} }))
+		}, "header_invalid"},
+		{"jku in header", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"jku": "https://evil.example/jwks.json"} }))
+		}, "header_invalid"},
+		{"crit in header", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"crit": []string{"exp"}} }))
+		}, "header_invalid"},
+		{"alg HS256", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"alg": "HS256"}; k.SignAlg = "ES256" }))
+		}, "algorithm_not_allowed"},
+		{"alg not the partner's", "ecnly", []string{"--alg", "ES256"}, func() string { return rsa.Sign(t, valid) }, "algorithm_not_allowed"},
+		{"RS256 with the PS256 key", "all", nil, func() string {
+			return ps.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"alg": "RS256"}; k.SignAlg = "RS256" }))
+		}, "algorithm_not_allowed"},
+		{"kid missing", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"kid": nil} }))
+		}, "key_id_missing"},
+		{"kid unknown", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Header = map[string]any{"kid": "ec-2"} }))
+		}, "key_unknown"},
+		{"signed by another key", "all", nil, func() string { return stranger.Sign(t, valid) }, "signature_invalid"},
+		{"signature corrupted", "all", nil, func() string { return rsa.Sign(t, with(func(k *harness.Token) { k.CorruptSignature = true })) }, "signature_invalid"},
+		{"wrong iss", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Issuer = "https://evil.example" })) }, "issuer_invalid"},
+		{"wrong aud", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Audience = "other" })) }, "audience_invalid"},
+		{"exp missing", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"exp": nil} }))
+		}, "claims_invalid"},
+		{"nbf a string", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"nbf": "now"} }))
+		}, "claims_invalid"},
+		{"exp fractional", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"exp": float64(now.Unix()) + 60.5} }))
+		}, "claims_invalid"},
+		{"duplicate iss", "all", nil, func() string {
+			claims, _ := json.Marshal(harness.ClaimsOf(valid))
+			return ec.SignRaw(t, nil, append(claims[:len(claims)-1], `,"iss":"https://evil.example"}`...), "", false)
+		}, "claims_invalid"},
+		{"iat differs from nbf", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"iat": now.Unix() - 5} }))
+		}, "claims_invalid"},
+		{"lifetime 6 minutes", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Lifetime = 6 * time.Minute })) }, "lifetime_too_long"},
+		{"expired", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Now = now.Add(-10 * time.Minute) })) }, "token_expired"},
+		{"not yet valid", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Now = now.Add(10 * time.Minute) })) }, "token_not_yet_valid"},
+		{"nonce missing", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"nonce": nil} }))
+		}, "nonce_missing"},
+		{"nonce short", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Nonce = "short" })) }, "nonce_invalid"},
+		{"nonce with a space", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Nonce = "0123456789 abcdefghij" })) }, "nonce_invalid"},
+		{"nonce a number", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"nonce": 1234567890123456789} }))
+		}, "nonce_invalid"},
+		{"payload field missing", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Payload = payloadWithout("organizationId") }))
+		}, "payload_invalid"},
+		{"payload field a number", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"employeeId": 1001} }))
+		}, "payload_invalid"},
+		{"main link to a Go-only partner", "gonly", []string{"--kind", "go"}, func() string { return ec.Sign(t, valid) }, "kind_not_allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := tt.tok()
+			exit, checkCode, report := checkVerdict(t, tok, jwks, tt.checkAs...)
+			resp := c.PostURL(t, tt.partner, tok)
+			gwCode := gatewayCode(t, resp)
+			if gwCode != tt.want {
+				t.Errorf("gateway code = %q, want %q", gwCode, tt.want)
+			}
+			if gwCode != "" && statuses[gwCode] != resp.StatusCode {
+				t.Errorf("gateway answers %s with %d, the guide's table says %d", gwCode, resp.StatusCode, statuses[gwCode])
+			}
+			if checkCode != gwCode {
+				t.Errorf("check code = %q, gateway code = %q: they must agree\n%s", checkCode, gwCode, report)
+			}
+			// The explanation points at the same rule: a FAIL line carries the code.
+			if gwCode != "" && !regexp.MustCompile(`(?m)^FAIL .*\[`+gwCode+`\]`).MatchString(report) {
+				t.Errorf("no FAIL line with [%s] in the explanation:\n%s", gwCode, report)
+			}
+			if wantExit := map[bool]int{true: 0, false: 1}[gwCode == ""]; exit != wantExit {
+				t.Errorf("check exit status = %d, want %d", exit, wantExit)
+			}
+		})
+	}
+
+	// The replay check needs the gateway's nonce store: check says so and accepts, the
+	// gateway refuses the second use.
+	t.Run("replayed", func(t *testing.T) {
+		tok := ec.Sign(t, valid)
+		if resp := c.PostURL(t, "all", tok); resp.StatusCode != http.StatusOK {
+			t.Fatalf("first use: %d %s", resp.StatusCode, resp.Body)
+		}
+		resp := c.PostURL(t, "all", tok)
+		if got := gatewayCode(t, resp); got != "token_replayed" || resp.StatusCode != statuses[got] {
+			t.Errorf("second use at the gateway = %d %q, want token_replayed with the guide's status %d", resp.StatusCode, got, statuses["token_replayed"])
+		}
+		exit, code, report := checkVerdict(t, tok, jwks)
+		if exit != 0 || code != "" || !strings.Contains(report, "not checked offline") {
+			t.Errorf("check on a used token = %d %q; want accepted with the offline caveat\n%s", exit, code, report)
+		}
+	})
+}

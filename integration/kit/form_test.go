@@ -1,0 +1,73 @@
+package kit
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// TestFormPageSubmitsInABrowser: the page `partnerlink send --form` writes, served by the
+// partner's web server and opened in a real browser, posts itself to /payload, and the
+// browser shows what the app service answered.
+func TestFormPageSubmitsInABrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium not found at %s: run scripts/test-deps.sh", chromiumPath)
+	}
+	dir := keygen(t, "ES256", "form-1")
+	c, up := startGateway(t, partner("acme", "jwks_file "+filepath.Join(dir, "jwks.json")))
+	page := filepath.Join(t.TempDir(), "link.html")
+	mustPartnerlink(t, append([]string{"send", "--gateway", c.URL, "--partner", "acme", "--form", page,
+		"--key", filepath.Join(dir, "private.pem"), "--iss", issuer, "--aud", audience}, mainFields...)...)
+	partnerSite := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(page))))
+	defer partnerSite.Close()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // chromium refuses its sandbox as root
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(partnerSite.URL+"/link.html"),
+		chromedp.WaitVisible(chromedp.ID("signed-in")),
+	)
+	if err != nil {
+		loc, _ := chromedp.Run(bctx, chromedp.Location())
+		t.Fatalf("browser did not reach the app service's page: %v (at %s)", err, loc)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != c.URL+"/partner/acme/payload" {
+		t.Errorf("browser is at %q (%v), want the gateway's /payload", loc, err)
+	}
+	got := up.Last(t)
+	if got.Method != http.MethodPost || got.Header.Get("X-Partner-Endpoint") != "payload" || got.Header.Get("X-Partner-Kind") != "main" {
+		t.Errorf("upstream got %s endpoint %q kind %q, want POST payload main", got.Method, got.Header.Get("X-Partner-Endpoint"), got.Header.Get("X-Partner-Kind"))
+	}
+	if strings.Contains(string(got.Body), "payload=") {
+		t.Error("the token reached the upstream in the body")
+	}
+}

@@ -1,0 +1,65 @@
+package kit
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/plugins/jwtpartner"
+)
+
+// tableRow is a row of the guide's error table: "| `code`, `code2` | 400 | …".
+var tableRow = regexp.MustCompile("^\\| (`[a-z_]+`(?:, `[a-z_]+`)*) \\| (\\d{3}) \\|")
+
+// guideStatuses reads the guide's error table: code to HTTP status.
+func guideStatuses(t *testing.T) map[string]int {
+	t.Helper()
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs/partners.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		m := tableRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		status, _ := strconv.Atoi(m[2])
+		for _, c := range strings.Split(m[1], ", ") {
+			out[strings.Trim(c, "`")] = status
+		}
+	}
+	return out
+}
+
+// TestGuideListsEveryCode keeps docs/partners.md in step with the gateway: every code of
+// linktoken and of plugins/jwtpartner/problem.go has a row.
+func TestGuideListsEveryCode(t *testing.T) {
+	statuses := guideStatuses(t)
+	for _, c := range []linktoken.Code{
+		linktoken.CodeTokenMalformed, linktoken.CodeHeaderInvalid, linktoken.CodeAlgorithmNotAllowed,
+		linktoken.CodeKeyIDMissing, linktoken.CodeKeyUnknown, linktoken.CodeKeysUnavailable,
+		linktoken.CodeSignatureInvalid, linktoken.CodeClaimsInvalid, linktoken.CodeIssuerInvalid,
+		linktoken.CodeAudienceInvalid, linktoken.CodeLifetimeTooLong, linktoken.CodeTokenNotYetValid,
+		linktoken.CodeTokenExpired, linktoken.CodeNonceMissing, linktoken.CodeNonceInvalid,
+		linktoken.CodePayloadInvalid, linktoken.CodeKindNotAllowed,
+		jwtpartner.CodeNotFound, jwtpartner.CodePartnerUnknown, jwtpartner.CodeMethodNotAllowed,
+		jwtpartner.CodeUnsupportedMediaType, jwtpartner.CodeBodyTooLarge, jwtpartner.CodeBodyUnreadable,
+		jwtpartner.CodeTokenMissing, jwtpartner.CodeTokenDuplicated, jwtpartner.CodeTokenInQuery,
+		jwtpartner.CodeTokenReplayed, jwtpartner.CodeNonceStoreUnavailable, jwtpartner.CodeNonceStoreFull,
+		jwtpartner.CodeInternal,
+	} {
+		if _, ok := statuses[string(c)]; !ok {
+			t.Errorf("docs/partners.md's error table has no row for %s", c)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package kit
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/integration/harness"
+)
+
+var algs = []string{"RS256", "PS256", "ES256"}
+
+// TestKitTokensAcceptedByGateway: keys from keygen, tokens from mint, send and send --form,
+// for every algorithm and both kinds, through the real gateway.
+func TestKitTokensAcceptedByGateway(t *testing.T) {
+	dirs := map[string]string{}
+	var partners []string
+	for _, alg := range algs {
+		dirs[alg] = keygen(t, alg, "k-"+strings.ToLower(alg))
+		partners = append(partners, partner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json"), "algorithms "+alg))
+	}
+	c, up := startGateway(t, partners...)
+
+	for _, alg := range algs {
+		name := strings.ToLower(alg)
+		for _, kind := range []string{"main", "go"} {
+			t.Run(alg+"/"+kind+"/mint", func(t *testing.T) {
+				resp := c.PostURL(t, name, mint(t, dirs[alg], kind))
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("gateway answered %d %s, want 200", resp.StatusCode, resp.Body)
+				}
+				got := up.Last(t)
+				if k := got.Header.Get("X-Partner-Kind"); k != kind {
+					t.Errorf("upstream X-Partner-Kind = %q, want %q", k, kind)
+				}
+				if kid := got.Header.Get("X-Partner-Key-Id"); kid != "k-"+name {
+					t.Errorf("upstream X-Partner-Key-Id = %q, want k-%s", kid, name)
+				}
+				if fn := got.Header.Get("X-Partner-Contact-Firstname"); fn != "J%C3%BCrgen" {
+					t.Errorf("upstream X-Partner-Contact-Firstname = %q, want J%%C3%%BCrgen", fn)
+				}
+			})
+			t.Run(alg+"/"+kind+"/send", func(t *testing.T) {
+				args := []string{"send", "--gateway", c.URL, "--partner", name, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audience}
+				r := partnerlink(t, append(args, fieldsOf(kind)...)...)
+				if r.code != 0 || strings.TrimSpace(r.stdout) != appURL {
+					t.Errorf("send = %d, stdout %q, stderr %q; want 0 and %s", r.code, r.stdout, r.stderr, appURL)
+				}
+			})
+			t.Run(alg+"/"+kind+"/form", func(t *testing.T) {
+				page := filepath.Join(t.TempDir(), "link.html")
+				args := []string{"send", "--gateway", c.URL, "--partner", name, "--form", page, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audience}
+				mustPartnerlink(t, append(args, fieldsOf(kind)...)...)
+				html, err := os.ReadFile(page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				action, token := formOf(t, string(html))
+				if action != c.URL+"/partner/"+name+"/payload" {
+					t.Errorf("form action = %q, want the gateway's /payload", action)
+				}
+				resp := c.PostPayload(t, name, token)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(resp.Body), "signed in") {
+					t.Errorf("posting the form's token: %d %s, want the upstream's page", resp.StatusCode, resp.Body)
+				}
+			})
+		}
+	}
+
+	t.Run("send rejected", func(t *testing.T) {
+		args := []string{"send", "--gateway", c.URL, "--partner", "es256", "--key", filepath.Join(dirs["ES256"], "private.pem"), "--iss", issuer, "--aud", "another"}
+		r := partnerlink(t, append(args, goFields...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "rejected (401): audience_invalid") || !strings.Contains(r.stderr, "request id") {
+			t.Errorf("send (wrong aud) = %d, stderr %q; want 1, 401 audience_invalid and the request id", r.code, r.stderr)
+		}
+		args = []string{"send", "--gateway", c.URL, "--partner", "nobody", "--key", filepath.Join(dirs["ES256"], "private.pem"), "--iss", issuer, "--aud", audience}
+		r = partnerlink(t, append(args, goFields...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "partner_unknown") {
+			t.Errorf("send (unknown partner) = %d, stderr %q; want 1 and partner_unknown", r.code, r.stderr)
+		}
+	})
+}
+
+var (
+	formAction = regexp.MustCompile(`<form id="link" method="post" action="([^"]+)">`)
+	formToken  = regexp.MustCompile(`<input type="hidden" name="payload" value="([^"]+)">`)
+)
+
+func formOf(t *testing.T, html string) (action, token string) {
+	t.Helper()
+	a, tok := formAction.FindStringSubmatch(html), formToken.FindStringSubmatch(html)
+	if a == nil || tok == nil {
+		t.Fatalf("page has no form with a payload field:\n%s", html)
+	}
+	return a[1], tok[1]
+}
+
+// TestGuideSnippetsAcceptedByGateway runs docs/snippets with keys from keygen and posts
+// their tokens to the real gateway.
+func TestGuideSnippetsAcceptedByGateway(t *testing.T) {
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{}
+	var partners []string
+	for _, alg := range algs {
+		dirs[alg] = keygen(t, alg, "s-"+strings.ToLower(alg))
+		partners = append(partners, partner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json")))
+	}
+	c, _ := startGateway(t, partners...)
+	node := filepath.Join(root, "docs/snippets/node")
+	if _, err := os.Stat(filepath.Join(node, "node_modules/jose")); err != nil {
+		t.Fatalf("jose is not installed in %s: run scripts/test-deps.sh", node)
+	}
+	snippets := map[string]func() *exec.Cmd{
+		"node": func() *exec.Cmd {
+			cmd := exec.Command("node", filepath.Join(node, "mint.mjs"))
+			cmd.Dir = node
+			return cmd
+		},
+		// Debian's Python with python3-jwt, not whatever python3 is first on PATH.
+		"python": func() *exec.Cmd {
+			return exec.Command("/usr/bin/python3", filepath.Join(root, "docs/snippets/python/mint.py"))
+		},
+	}
+	for lang, command := range snippets {
+		for _, alg := range algs {
+			t.Run(lang+"/"+alg, func(t *testing.T) {
+				cmd := command()
+				cmd.Env = append(os.Environ(), "KEY_FILE="+filepath.Join(dirs[alg], "private.pem"), "KID=s-"+strings.ToLower(alg),
+					"ALG="+alg, "ISS="+issuer, "AUD="+audience)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%s snippet: %v\n%s", lang, err, stderr.String())
+				}
+				resp := c.PostURL(t, strings.ToLower(alg), strings.TrimSpace(string(out)))
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("gateway answered the %s snippet's %s token %d %s, want 200", lang, alg, resp.StatusCode, resp.Body)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package linkspec
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The upstream header contract. The gateway deletes every incoming header that starts with
+// its prefix (DefaultHeaderPrefix unless configured), then sets these, each name being the
+// prefix followed by the suffix below. Values are percent-encoded UTF-8 (EncodeHeaderValue),
+// so any name survives a header intact and no value can smuggle a line break.
+const (
+	DefaultHeaderPrefix = "X-Partner-"
+
+	HeaderName      = "Name"       // the partner's name, from the request path
+	HeaderEndpoint  = "Endpoint"   // "url" or "payload"
+	HeaderKind      = "Kind"       // "main" or "go"
+	HeaderIssuer    = "Issuer"     // the verified iss claim
+	HeaderKeyID     = "Key-Id"     // the kid that verified the signature
+	HeaderRequestID = "Request-Id" // the id the gateway's log line and error pages carry
+	// HeaderClaims holds the whole verified claim set, extra claims included, as base64url
+	// (no padding) JSON: exactly the token's payload segment.
+	HeaderClaims = "Claims"
+	// HeaderAssertion proves to the app service that the gateway set the headers above
+	// (SignAssertion).
+	HeaderAssertion = "Assertion"
+)
+
+// Field names one payload field: its JSON path in the claims and its header suffix.
+type Field struct {
+	Path   string
+	Header string
+}
+
+// Fields lists every payload field of the spec's tables in table order.
+var Fields = []Field{
+	{"employeeId", "Employee-Id"},
+	{"employeeUsername", "Employee-Username"},
+	{"employeeFirstname", "Employee-Firstname"},
+	{"employeeLastname", "Employee-Lastname"},
+	{"employeeEmail", "Employee-Email"},
+	{"organizationName", "Organization-Name"},
+	{"organizationId", "Organization-Id"},
+	{"contact.id", "Contact-Id"},
+	{"contact.birthdate", "Contact-Birthdate"},
+	{"contact.ssn", "Contact-Ssn"},
+	{"contact.gender", "Contact-Gender"},
+	{"contact.firstname", "Contact-Firstname"},
+	{"contact.middlename", "Contact-Middlename"},
+	{"contact.lastname", "Contact-Lastname"},
+	{"contact.mobile", "Contact-Mobile"},
+	{"contact.email", "Contact-Email"},
+	{"contact.diagnosis", "Contact-Diagnosis"},
+	{"caseId", "Case-Id"},
+}
+
+// fieldPtrs returns pointers to p's fields in the order of Fields, allocating the contact
+// when alloc is set.
+func (p *Payload) fieldPtrs(alloc bool) [18]*string {
+	c := p.Contact
+	if c == nil {
+		if !alloc {
+			c = &Contact{}
+		} else {
+			p.Contact = &Contact{}
+			c = p.Contact
+		}
+	}
+	return [18]*string{
+		&p.EmployeeID, &p.EmployeeUsername, &p.EmployeeFirstname, &p.EmployeeLastname,
+		&p.EmployeeEmail, &p.OrganizationName, &p.OrganizationID,
+		&c.ID, &c.Birthdate, &c.SSN, &c.Gender, &c.Firstname, &c.Middlename, &c.Lastname,
+		&c.Mobile, &c.Email, &c.Diagnosis, &p.CaseID,
+	}
+}
+
+// EachField calls fn with the header suffix and the value of every non-empty field.
+func (p *Payload) EachField(fn func(header, value string)) {
+	for i, ptr := range p.fieldPtrs(false) {
+		if *ptr != "" {
+			fn(Fields[i].Header, *ptr)
+		}
+	}
+}
+
+// SetField sets the field whose header suffix is header; it reports false for an unknown
+// suffix.
+func (p *Payload) SetField(header, value string) bool {
+	for i, f := range Fields {
+		if strings.EqualFold(f.Header, header) {
+			*p.fieldPtrs(true)[i] = value
+			return true
+		}
+	}
+	return false
+}
+
+const upperhex = "0123456789ABCDEF"
+
+// EncodeHeaderValue percent-encodes every byte of s outside RFC 3986's unreserved set, so
+// the value is printable ASCII whatever the input.
+func EncodeHeaderValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', upperhex[c>>4], upperhex[c&15])
+		}
+	}
+	return string(b)
+}
+
+// DecodeHeaderValue reverses EncodeHeaderValue.
+func DecodeHeaderValue(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+			return "", errors.New("malformed percent-encoding")
+		}
+		b = append(b, byte(unhex(s[i+1])<<4|unhex(s[i+2])))
+		i += 2
+	}
+	return string(b), nil
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// Forwarded is what the gateway vouches for to the app service: the header values before
+// percent-encoding (decoded, as the app service reads them), Claims still base64url.
+type Forwarded struct {
+	Partner  string
+	Endpoint string
+	Kind     string
+	Issuer   string
+	KeyID    string
+	Claims   string
+}
+
+// AssertionMaxAge is how long an assertion is accepted after it was made. A forwarded request
+// crosses one local hop, so a minute allows for clock steps without making a captured
+// assertion useful for long.
+const AssertionMaxAge = time.Minute
+
+// SignAssertion returns the value of the assertion header: "v1.<unix seconds>.<mac>", where
+// mac is HMAC-SHA256 keyed with a secret shared by the gateway and the app service over the
+// time and every vouched value. A client that talks to the app service directly cannot make
+// one, and one seen in transit is useless for another identity or after AssertionMaxAge.
+func SignAssertion(secret []byte, now time.Time, f Forwarded) string {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	return "v1." + ts + "." + base64.RawURLEncoding.EncodeToString(assertionMAC(secret, ts, f))
+}
+
+// Assertion errors.
+var (
+	ErrAssertionMissing = errors.New("gateway assertion missing")
+	ErrAssertionInvalid = errors.New("gateway assertion invalid")
+	ErrAssertionExpired = errors.New("gateway assertion expired")
+)
+
+// VerifyAssertion checks an assertion made by SignAssertion for f at a time within
+// AssertionMaxAge of now.
+func VerifyAssertion(secret []byte, assertion string, now time.Time, f Forwarded) error {
+	if assertion == "" {
+		return ErrAssertionMissing
+	}
+	parts := strings.Split(assertion, ".")
+	if len(parts) != 3 || parts[0] != "v1" {
+		return ErrAssertionInvalid
+	}
+	sec, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return ErrAssertionInvalid
+	}
+	mac, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(mac, assertionMAC(secret, parts[1], f)) {
+		return ErrAssertionInvalid
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > AssertionMaxAge || d < -AssertionMaxAge {
+		return ErrAssertionExpired
+	}
+	return nil
+}
+
+func assertionMAC(secret []byte, ts string, f Forwarded) []byte {
+	m := hmac.New(sha256.New, secret)
+	for _, s := range []string{"partnergate-assertion-v1", ts, f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims} {
+		m.Write([]byte(s))
+		m.Write([]byte{0}) // NUL cannot occur in a header value, so fields cannot run together
+	}
+	return m.Sum(nil)
+}

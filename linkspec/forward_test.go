@@ -1,0 +1,43 @@
+package linkspec
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestAssertion(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Unix(1_800_000_000, 0)
+	f := Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: "https://acme.example", KeyID: "k1", Claims: "eyJ9"}
+	a := SignAssertion(secret, now, f)
+
+	tests := []struct {
+		name      string
+		secret    []byte
+		assertion string
+		at        time.Time
+		f         Forwarded
+		want      error
+	}{
+		{"valid", secret, a, now, f, nil},
+		{"valid within max age", secret, a, now.Add(AssertionMaxAge), f, nil},
+		{"expired", secret, a, now.Add(AssertionMaxAge + time.Second), f, ErrAssertionExpired},
+		{"from the future", secret, a, now.Add(-AssertionMaxAge - time.Second), f, ErrAssertionExpired},
+		{"missing", secret, "", now, f, ErrAssertionMissing},
+		{"other secret", []byte("another secret of the same size.."), a, now, f, ErrAssertionInvalid},
+		{"other partner", secret, a, now, Forwarded{Partner: "evil", Endpoint: "url", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ9"}, ErrAssertionInvalid},
+		{"other claims", secret, a, now, Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ8"}, ErrAssertionInvalid},
+		{"fields shifted", secret, a, now, Forwarded{Partner: "acmeurl", Endpoint: "", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ9"}, ErrAssertionInvalid},
+		{"garbage", secret, "v1.x.y", now, f, ErrAssertionInvalid},
+		{"other version", secret, "v2" + a[2:], now, f, ErrAssertionInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := VerifyAssertion(tt.secret, tt.assertion, tt.at, tt.f)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("VerifyAssertion() = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}

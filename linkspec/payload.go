@@ -1,0 +1,68 @@
+// Package linkspec holds the link payload of the partner integration interface, its
+// validation against the interface tables, and the header contract by which the gateway
+// forwards a verified payload to the app service.
+//
+// It imports no web server and no HTTP package: the gateway, the partner kit and the app
+// service share it so that one rule never has two implementations.
+package linkspec
+
+// Kind tells which client a link opens.
+type Kind string
+
+const (
+	// KindMain is a link for the main web client: an instructor signed in, a contact in focus.
+	KindMain Kind = "main"
+	// KindGo is a link for the mobile client (Go): the contact is signed in.
+	KindGo Kind = "go"
+)
+
+// ParseKind returns the Kind named s ("main" or "go").
+func ParseKind(s string) (Kind, bool) {
+	switch Kind(s) {
+	case KindMain, KindGo:
+		return Kind(s), true
+	}
+	return "", false
+}
+
+// Contact is the member, patient or client in focus (spec: Contact object).
+type Contact struct {
+	ID         string `json:"id,omitempty"`
+	Birthdate  string `json:"birthdate,omitempty"`
+	SSN        string `json:"ssn,omitempty"`
+	Gender     string `json:"gender,omitempty"`
+	Firstname  string `json:"firstname,omitempty"`
+	Middlename string `json:"middlename,omitempty"`
+	Lastname   string `json:"lastname,omitempty"`
+	Mobile     string `json:"mobile,omitempty"`
+	Email      string `json:"email,omitempty"`
+	Diagnosis  string `json:"diagnosis,omitempty"`
+}
+
+// Payload is the link payload. Its fields are top-level claims of the token, next to the
+// registered claims (iss, aud, nbf, exp, iat, nonce); the spec leaves placement open and
+// top-level claims are what a partner's JWT library produces with the least effort.
+//
+// A payload that carries any employee field is a main-client link; one without is a Go link.
+// Claims not named here are allowed: the gateway forwards them untouched inside the whole
+// verified claim set.
+type Payload struct {
+	EmployeeID        string   `json:"employeeId,omitempty"`
+	EmployeeUsername  string   `json:"employeeUsername,omitempty"`
+	EmployeeFirstname string   `json:"employeeFirstname,omitempty"`
+	EmployeeLastname  string   `json:"employeeLastname,omitempty"`
+	EmployeeEmail     string   `json:"employeeEmail,omitempty"`
+	OrganizationName  string   `json:"organizationName,omitempty"`
+	OrganizationID    string   `json:"organizationId,omitempty"`
+	Contact           *Contact `json:"contact,omitempty"`
+	CaseID            string   `json:"caseId,omitempty"`
+}
+
+// Kind reports the client the payload is for: KindMain when any employee field is set.
+func (p *Payload) Kind() Kind {
+	if p.EmployeeID != "" || p.EmployeeUsername != "" || p.EmployeeFirstname != "" ||
+		p.EmployeeLastname != "" || p.EmployeeEmail != "" {
+		return KindMain
+	}
+	return KindGo
+}

@@ -1,0 +1,283 @@
+package linkspec
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func mainPayload() Payload {
+	return Payload{
+		EmployeeID:        "emp-1",
+		EmployeeFirstname: "Åsa",
+		EmployeeLastname:  "Öberg",
+		EmployeeEmail:     "asa@clinic.example",
+		OrganizationName:  "Clinic Nord",
+		OrganizationID:    "org-1",
+		Contact: &Contact{
+			ID:        "c-1",
+			Birthdate: "1980-02-29",
+			Firstname: "Jon",
+			Lastname:  "Jónsson",
+		},
+	}
+}
+
+func goPayload() Payload {
+	return Payload{
+		OrganizationName: "Gym Syd",
+		OrganizationID:   "org-2",
+		Contact: &Contact{
+			ID:        "c-2",
+			Firstname: "Ida",
+			Lastname:  "Berg",
+			Email:     "ida@example.org",
+		},
+	}
+}
+
+func failingFields(err error) []string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil
+	}
+	var names []string
+	for _, f := range e.Fields {
+		names = append(names, f.Field)
+	}
+	return names
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload func() Payload
+		allowed []Kind
+		kind    Kind
+		fails   []string // failing fields, in table order; nil means valid
+	}{
+		{"main valid", mainPayload, nil, KindMain, nil},
+		{"go valid", goPayload, nil, KindGo, nil},
+		{"main allowed", mainPayload, []Kind{KindMain}, KindMain, nil},
+		{"main refused for a go-only partner", mainPayload, []Kind{KindGo}, KindMain, []string{"employeeId"}},
+		{"go refused for a main-only partner", goPayload, []Kind{KindMain}, KindGo, []string{"employeeId"}},
+		{"employee field makes it main", func() Payload {
+			p := goPayload()
+			p.EmployeeEmail = "x@example.org"
+			return p
+		}, nil, KindMain, []string{"employeeId", "employeeFirstname", "employeeLastname"}},
+		{"contact missing", func() Payload {
+			p := mainPayload()
+			p.Contact = nil
+			return p
+		}, nil, KindMain, []string{"contact"}},
+		{"organization missing", func() Payload {
+			p := goPayload()
+			p.OrganizationID, p.OrganizationName = "", ""
+			return p
+		}, nil, KindGo, []string{"organizationName", "organizationId"}},
+		{"go needs contact email", func() Payload {
+			p := goPayload()
+			p.Contact.Email = ""
+			return p
+		}, nil, KindGo, []string{"contact.email"}},
+		{"main does not need contact email", func() Payload {
+			p := mainPayload()
+			p.Contact.Email = ""
+			return p
+		}, nil, KindMain, nil},
+		{"not a calendar date", func() Payload {
+			p := mainPayload()
+			p.Contact.Birthdate = "1981-02-29"
+			return p
+		}, nil, KindMain, []string{"contact.birthdate"}},
+		{"date in another format", func() Payload {
+			p := mainPayload()
+			p.Contact.Birthdate = "29.02.1980"
+			return p
+		}, nil, KindMain, []string{"contact.birthdate"}},
+		{"control character", func() Payload {
+			p := mainPayload()
+			p.Contact.Lastname = "Berg\r\nX-Evil: 1"
+			return p
+		}, nil, KindMain, []string{"contact.lastname"}},
+		{"line separator", func() Payload {
+			p := mainPayload()
+			p.EmployeeFirstname = "a\u2028b"
+			return p
+		}, nil, KindMain, []string{"employeeFirstname"}},
+		{"invalid UTF-8", func() Payload {
+			p := mainPayload()
+			p.OrganizationName = "Clinic \xff"
+			return p
+		}, nil, KindMain, []string{"organizationName"}},
+		{"blank name", func() Payload {
+			p := mainPayload()
+			p.Contact.Firstname = "   "
+			return p
+		}, nil, KindMain, []string{"contact.firstname"}},
+		{"name at the bound", func() Payload {
+			p := mainPayload()
+			p.Contact.Firstname = strings.Repeat("é", MaxNameLength)
+			return p
+		}, nil, KindMain, nil},
+		{"name over the bound", func() Payload {
+			p := mainPayload()
+			p.Contact.Firstname = strings.Repeat("é", MaxNameLength+1)
+			return p
+		}, nil, KindMain, []string{"contact.firstname"}},
+		{"bad e-mail", func() Payload {
+			p := mainPayload()
+			p.EmployeeEmail = "asa at clinic"
+			return p
+		}, nil, KindMain, []string{"employeeEmail"}},
+		{"every failing field is named", func() Payload {
+			return Payload{EmployeeUsername: "u", Contact: &Contact{}}
+		}, nil, KindMain, []string{"employeeId", "employeeFirstname", "employeeLastname",
+			"organizationName", "organizationId", "contact.id", "contact.firstname", "contact.lastname"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.payload()
+			kind, err := p.Validate(tt.allowed...)
+			if kind != tt.kind {
+				t.Errorf("Validate() kind = %q, want %q", kind, tt.kind)
+			}
+			if got := failingFields(err); !reflect.DeepEqual(got, tt.fails) {
+				t.Errorf("Validate() failing fields = %q, want %q (err %v)", got, tt.fails, err)
+			}
+		})
+	}
+}
+
+func TestErrorDoesNotEchoValues(t *testing.T) {
+	p := mainPayload()
+	p.Contact.SSN = "19800229-1234\x00"
+	_, err := p.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil, want an error for a control character")
+	}
+	if strings.Contains(err.Error(), "19800229") {
+		t.Errorf("Validate() error %q echoes the ssn", err)
+	}
+}
+
+func TestHeaderValueRoundTrip(t *testing.T) {
+	for _, s := range []string{"", "plain-ID_1.~", "Åsa Öberg", "a%b", "x\r\ny", "名前", "\xff\x00"} {
+		enc := EncodeHeaderValue(s)
+		for i := 0; i < len(enc); i++ {
+			if enc[i] < 0x21 || enc[i] > 0x7e {
+				t.Fatalf("EncodeHeaderValue(%q) = %q, has byte %#x outside printable ASCII", s, enc, enc[i])
+			}
+		}
+		dec, err := DecodeHeaderValue(enc)
+		if err != nil || dec != s {
+			t.Errorf("DecodeHeaderValue(EncodeHeaderValue(%q)) = %q, %v, want %q", s, dec, err, s)
+		}
+	}
+	for _, bad := range []string{"%", "%4", "%zz", "a%g1"} {
+		if _, err := DecodeHeaderValue(bad); err == nil {
+			t.Errorf("DecodeHeaderValue(%q) = nil error, want malformed", bad)
+		}
+	}
+}
+
+func TestEachFieldAndSetField(t *testing.T) {
+	p := mainPayload()
+	p.CaseID = "case-7"
+	var back Payload
+	n := 0
+	p.EachField(func(header, value string) {
+		n++
+		if !back.SetField(header, value) {
+			t.Errorf("SetField(%q) = false, want true", header)
+		}
+	})
+	if n != 11 {
+		t.Errorf("EachField visited %d fields, want 11", n)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Errorf("payload rebuilt from its fields = %+v, want %+v", back, p)
+	}
+	if back.SetField("No-Such-Field", "x") {
+		t.Error(`SetField("No-Such-Field") = true, want false`)
+	}
+}
+
+func TestFieldsMatchJSONNames(t *testing.T) {
+	// Every Fields path must be a JSON member of Payload, so the header contract and the
+	// claims cannot drift apart.
+	p := mainPayload()
+	p.EmployeeUsername, p.CaseID = "u", "c"
+	c := p.Contact
+	c.SSN, c.Gender, c.Middlename, c.Mobile, c.Email, c.Diagnosis = "s", "g", "m", "+1", "e@x", "d"
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Fields {
+		var v any = doc
+		for _, part := range strings.Split(f.Path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[part]
+		}
+		if _, ok := v.(string); !ok {
+			t.Errorf("field path %q is not a string member of the payload JSON", f.Path)
+		}
+	}
+	if len(Fields) != 18 {
+		t.Errorf("len(Fields) = %d, want 18 (9 payload + 10 contact - contact object)", len(Fields))
+	}
+}
+
+func FuzzValidate(f *testing.F) {
+	for _, p := range []Payload{mainPayload(), goPayload()} {
+		raw, _ := json.Marshal(p)
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"contact":{"birthdate":"2024-02-30"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p Payload
+		if json.Unmarshal(data, &p) != nil {
+			return
+		}
+		kind, err := p.Validate()
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || len(e.Fields) == 0 {
+				t.Fatalf("Validate() error %v is not an *Error naming fields", err)
+			}
+			return
+		}
+		// A valid payload has every required field and only encodable values.
+		if p.OrganizationID == "" || p.Contact == nil || p.Contact.ID == "" {
+			t.Fatalf("Validate() accepted a payload without a required field: kind %q", kind)
+		}
+		p.EachField(func(header, value string) {
+			if dec, err := DecodeHeaderValue(EncodeHeaderValue(value)); err != nil || dec != value {
+				t.Fatalf("header value of %s does not round-trip", header)
+			}
+		})
+	})
+}
+
+func FuzzDecodeHeaderValue(f *testing.F) {
+	for _, s := range []string{"", "abc", "%41", "%", "%E2%82%AC"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		dec, err := DecodeHeaderValue(s)
+		if err != nil {
+			return
+		}
+		if again, err := DecodeHeaderValue(EncodeHeaderValue(dec)); err != nil || again != dec {
+			t.Fatalf("re-encoding %q does not round-trip", dec)
+		}
+	})
+}

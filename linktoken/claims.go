@@ -1,0 +1,293 @@
+package linktoken
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// claims is the JWT claims set, decoded in one pass: the registered claims the rules read
+// and the link payload beside them (linkspec.Payload: its fields are top-level claims).
+// Claims named nowhere here are allowed and skipped; they stay in Token.Claims.
+type claims struct {
+	Issuer    string      `json:"iss"`
+	Audience  audience    `json:"aud"`
+	NotBefore numericDate `json:"nbf"`
+	Expiry    numericDate `json:"exp"`
+	IssuedAt  numericDate `json:"iat"`
+	Nonce     string      `json:"nonce"`
+
+	linkspec.Payload `json:",inline"`
+}
+
+// registeredClaims are the claims whose wrong JSON type is claims_invalid; nonce has its
+// own code, and every other typed member is a payload field (payload_invalid).
+var registeredClaims = map[string]bool{"iss": true, "aud": true, "nbf": true, "exp": true, "iat": true}
+
+// maxNumericDate is 9999-12-31T23:59:59Z: later times are no real token's, and the bound
+// keeps every sum and difference of two dates far from int64 overflow.
+const maxNumericDate = 253402300799
+
+// numericDate is a NumericDate (RFC 7519 §2) written as a non-negative JSON integer.
+// Fractional seconds, exponents and negative values are refused (claims_invalid): RFC 7519
+// allows fractions, but no mainstream JWT library writes them, and the spec's whole-second
+// rules (nbf equal to the issued time, the five-minute lifetime) are exact on integers
+// only. null is not a number either.
+type numericDate struct {
+	v   int64
+	set bool
+}
+
+var errNotNumericDate = errors.New("not an integer NumericDate")
+
+func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
+		return errNotNumericDate
+	}
+	var n int64
+	for _, c := range val {
+		if c < '0' || c > '9' {
+			return errNotNumericDate
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > maxNumericDate {
+		return errNotNumericDate
+	}
+	d.v, d.set = n, true
+	return nil
+}
+
+// audience reads aud, one string or an array of strings (RFC 7519 §4.1.3), and records
+// only whether it contains want: the rule needs nothing else, and keeping no copy of the
+// values keeps the hot path free of allocations for them.
+type audience struct {
+	want  string
+	found bool
+}
+
+var errNotAudience = errors.New("not a string or an array of strings")
+
+func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '"':
+		val, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		a.found = equalJSONString(val, a.want)
+		return nil
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != ']' {
+			if dec.PeekKind() != '"' {
+				return errNotAudience
+			}
+			val, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if equalJSONString(val, a.want) {
+				a.found = true
+			}
+		}
+		_, err := dec.ReadToken()
+		return err
+	}
+	return errNotAudience
+}
+
+// equalJSONString reports whether the JSON string val (quoted, already validated by the
+// decoder) denotes s. Escapes are rare in an audience; only then is it unquoted.
+func equalJSONString(val jsontext.Value, s string) bool {
+	raw := val[1 : len(val)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == s
+	}
+	unq, err := jsontext.AppendUnquote(nil, val)
+	return err == nil && string(unq) == s
+}
+
+// decodeClaims decodes the claims set strictly (RFC 7519 §7.2 step 10; RFC 8725 §3.1 on
+// parser disagreement): a duplicate member name anywhere, invalid UTF-8, or anything but a
+// JSON object is claims_invalid; a registered claim of the wrong JSON type is
+// claims_invalid, a nonce that is not a string nonce_invalid, and a payload field of the
+// wrong JSON type payload_invalid naming the field.
+func decodeClaims(data []byte, c *claims) error {
+	if !isJSONObject(data) {
+		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
+	}
+	// The claims are forwarded whole to the upstream, whose parser may stop at a depth of
+	// a few hundred levels; the payload needs two.
+	if err := linkspec.CheckClaimsDepth(data); err != nil {
+		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are nested too deeply", Err: err}
+	}
+	// linkspec's rules, shared with the app service: names that differ only in case or by
+	// Unicode folding count as duplicates, since parsers disagree on which one wins.
+	err := json.Unmarshal(data, c, linkspec.StrictClaims())
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		return &Error{Code: CodeClaimsInvalid, Detail: "the claims have a duplicate member"}
+	}
+	var serr *json.SemanticError
+	if !errors.As(err, &serr) || len(serr.JSONPointer) == 0 {
+		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
+	}
+	var top string
+	for tok := range serr.JSONPointer.Tokens() {
+		top = tok
+		break
+	}
+	switch {
+	case top == "nonce":
+		return &Error{Code: CodeNonceInvalid, Detail: "the nonce is not a string"}
+	case registeredClaims[top]:
+		return &Error{Code: CodeClaimsInvalid, Detail: "a registered claim has the wrong JSON type: iss a string, aud a string or an array of strings, nbf, exp and iat integers"}
+	}
+	field := fieldPath(serr.JSONPointer)
+	return &Error{
+		Code:   CodePayloadInvalid,
+		Detail: "a payload field has the wrong JSON type",
+		Fields: []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
+	}
+}
+
+// fieldPath turns a JSON pointer into the dotted path of linkspec.FieldError
+// ("/contact/firstname" to "contact.firstname"). Array indexes do not occur in the payload.
+func fieldPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(clip(tok))
+	}
+	return b.String()
+}
+
+// checkIssuer enforces spec Authentication rule 9 and RFC 7519 §4.1.1: iss equals the
+// agreed issuer, compared exactly.
+func (v *Verifier) checkIssuer(c *claims) error {
+	if c.Issuer != v.rules.Issuer {
+		return &Error{Code: CodeIssuerInvalid, Detail: "the iss claim is not the partner's issuer"}
+	}
+	return nil
+}
+
+// checkAudience enforces spec Authentication rule 8 and RFC 7519 §4.1.3: aud, a string or
+// an array, contains the agreed audience exactly.
+func (v *Verifier) checkAudience(c *claims) error {
+	if c.Audience.found {
+		return nil
+	}
+	return &Error{Code: CodeAudienceInvalid, Detail: "the aud claim does not contain the agreed audience"}
+}
+
+// checkTimesPresent enforces spec Authentication rules 6 and 7: nbf and exp are required
+// (RFC 7519 makes them optional; the interface does not).
+func checkTimesPresent(c *claims) error {
+	if !c.NotBefore.set || !c.Expiry.set {
+		return &Error{Code: CodeClaimsInvalid, Detail: "the nbf and exp claims are required"}
+	}
+	return nil
+}
+
+// checkLifetime enforces spec Authentication rule 6 and Limits: exp at most max_lifetime
+// after nbf. The leeway never widens it: it is a bound on what the partner signed, not on
+// the clocks.
+func (v *Verifier) checkLifetime(c *claims) error {
+	if time.Duration(c.Expiry.v-c.NotBefore.v)*time.Second > v.rules.MaxLifetime {
+		return &Error{Code: CodeLifetimeTooLong, Detail: "exp is further after nbf than the partner's maximum lifetime"}
+	}
+	return nil
+}
+
+// checkTimesOrdered requires exp after nbf: a token valid for no time at all is a
+// partner's bug, not a short token.
+func checkTimesOrdered(c *claims) error {
+	if c.Expiry.v <= c.NotBefore.v {
+		return &Error{Code: CodeClaimsInvalid, Detail: "exp is not after nbf"}
+	}
+	return nil
+}
+
+// checkIssuedAt enforces spec Authentication rule 7 ("nbf: not-before time, equal to the
+// issued time"): iat, where present, equals nbf.
+func checkIssuedAt(c *claims) error {
+	if c.IssuedAt.set && c.IssuedAt.v != c.NotBefore.v {
+		return &Error{Code: CodeClaimsInvalid, Detail: "iat is present and not equal to nbf"}
+	}
+	return nil
+}
+
+// checkValidity enforces RFC 7519 §4.1.4 and §4.1.5 with the partner's leeway for clock
+// skew: the token is valid from nbf - leeway (inclusive) to exp + leeway (exclusive).
+func (v *Verifier) checkValidity(c *claims, now time.Time) error {
+	if now.Before(time.Unix(c.NotBefore.v, 0).Add(-v.rules.Leeway)) {
+		return &Error{Code: CodeTokenNotYetValid, Detail: "the token is not valid yet (nbf is in the future)"}
+	}
+	if !now.Before(time.Unix(c.Expiry.v, 0).Add(v.rules.Leeway)) {
+		return &Error{Code: CodeTokenExpired, Detail: "the token has expired"}
+	}
+	return nil
+}
+
+// checkNonce enforces spec Authentication rule 10: a nonce string within the partner's
+// length bounds, in bytes. A CSPRNG nonce in any usual encoding (base64url, hex, UUID) is
+// visible ASCII, so nothing else is accepted: no white space, no control characters, no
+// lookalike Unicode that would make two nonces differ only in normalization.
+func (v *Verifier) checkNonce(nonce string) error {
+	if nonce == "" {
+		return &Error{Code: CodeNonceMissing, Detail: "the nonce claim is required"}
+	}
+	if len(nonce) < v.rules.NonceMinLength || len(nonce) > v.rules.NonceMaxLength {
+		return &Error{Code: CodeNonceInvalid, Detail: "the nonce is shorter or longer than the partner's bounds"}
+	}
+	for i := 0; i < len(nonce); i++ {
+		if nonce[i] < 0x21 || nonce[i] > 0x7e {
+			return &Error{Code: CodeNonceInvalid, Detail: "the nonce has a character that is not visible ASCII"}
+		}
+	}
+	return nil
+}
+
+// checkPayload checks the link kind against the partner's kinds (kind_not_allowed) and
+// then the payload against its table in the spec (payload_invalid with the fields).
+func (v *Verifier) checkPayload(c *claims) (linkspec.Kind, error) {
+	kind := c.Payload.Kind()
+	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
+		return "", &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
+	}
+	if _, err := c.Payload.Validate(v.rules.Kinds...); err != nil {
+		e := &Error{Code: CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
+		var perr *linkspec.Error
+		if errors.As(err, &perr) {
+			e.Fields = perr.Fields
+		}
+		return "", e
+	}
+	return kind, nil
+}
+
+func containsKind(kinds []linkspec.Kind, k linkspec.Kind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+// Package linktoken verifies partner link tokens: compact JWS, signed with RS256, PS256 or
+// ES256 by a key the partner published with a kid, carrying the registered claims and the
+// link payload of the partner integration interface.
+//
+// jwx does the cryptography and the key handling. The framing, header and claim rules are
+// this package's own, explicit and typed, one function per rule, because jwx's generic
+// parsing is more lenient than the interface allows (JSON serialization, crit ignored, the
+// key choosing the algorithm) and slower than a gateway's hot path affords.
+//
+// The package imports no web server: the gateway and the partner kit's "check" command
+// share it, so both give the same verdict and code for every token.
+package linktoken
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// Code is a stable machine-readable rejection code. Codes are part of the public interface:
+// partners match on them, so a code is never renamed.
+type Code string
+
+// Rejection codes of the token rules, cheapest check first.
+const (
+	CodeTokenMalformed      Code = "token_malformed"       // not a compact JWS of base64url JSON
+	CodeHeaderInvalid       Code = "header_invalid"        // typ not JWT, crit/b64/jku/jwk/x5u/x5c present
+	CodeAlgorithmNotAllowed Code = "algorithm_not_allowed" // alg outside the partner's set
+	CodeKeyIDMissing        Code = "key_id_missing"        // no kid
+	CodeKeyUnknown          Code = "key_unknown"           // kid not in the partner's key set
+	CodeKeysUnavailable     Code = "keys_unavailable"      // the key set is not loaded (yet)
+	CodeSignatureInvalid    Code = "signature_invalid"
+	CodeClaimsInvalid       Code = "claims_invalid"      // wrong JSON type, duplicate member, missing nbf/exp, iat != nbf
+	CodeIssuerInvalid       Code = "issuer_invalid"      // iss is not the partner's issuer
+	CodeAudienceInvalid     Code = "audience_invalid"    // aud does not contain the agreed audience
+	CodeLifetimeTooLong     Code = "lifetime_too_long"   // exp - nbf over max_lifetime
+	CodeTokenNotYetValid    Code = "token_not_yet_valid" // now < nbf - leeway
+	CodeTokenExpired        Code = "token_expired"       // now >= exp + leeway
+	CodeNonceMissing        Code = "nonce_missing"
+	CodeNonceInvalid        Code = "nonce_invalid" // not a string, or outside the length bounds
+	CodePayloadInvalid      Code = "payload_invalid"
+	CodeKindNotAllowed      Code = "kind_not_allowed" // a main link to a Go-only partner, or the reverse
+)
+
+// Error is a rejected token. Detail is safe to show to the client and to log: it never
+// contains a token, a claim value or a key.
+type Error struct {
+	Code   Code
+	Detail string
+	// Fields lists the failing payload fields (CodePayloadInvalid).
+	Fields []linkspec.FieldError
+	// Err is the underlying cause, for logs at debug level; it never carries a value either.
+	Err error
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Detail }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the code of a *Error in err's chain, or "" if there is none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Algorithms the interface accepts (spec: Authentication, rule 2). Nothing else can be
+// configured: symmetric algorithms and "none" are refused by NewVerifier.
+const (
+	RS256 = "RS256"
+	PS256 = "PS256"
+	ES256 = "ES256"
+)
+
+// Defaults of Rules.
+const (
+	DefaultMaxLifetime    = 5 * time.Minute  // spec: Authentication, rule 6; Limits
+	DefaultLeeway         = 30 * time.Second // clock skew between partner and gateway
+	DefaultNonceMinLength = 16               // 96 bits of base64url, the least a CSPRNG nonce should carry
+	DefaultNonceMaxLength = 256
+)
+
+// Rules are one partner's verification rules. Zero durations and lengths take the defaults.
+type Rules struct {
+	Issuer         string
+	Audience       string
+	Algorithms     []string // subset of RS256, PS256, ES256; empty means all three
+	MaxLifetime    time.Duration
+	Leeway         time.Duration
+	NonceMinLength int
+	NonceMaxLength int
+	// Kinds limits the link kinds accepted; empty accepts both.
+	Kinds []linkspec.Kind
+}
+
+// KeySource finds a partner's verification key by kid. It returns an *Error with
+// CodeKeyUnknown when the set has no such kid and CodeKeysUnavailable when no set is
+// loaded; a source backed by a URL may refetch before answering CodeKeyUnknown.
+type KeySource interface {
+	Key(ctx context.Context, kid string) (*Key, error)
+}
+
+// Token is a verified token.
+type Token struct {
+	Alg       string
+	KeyID     string
+	Issuer    string
+	NotBefore time.Time
+	Expiry    time.Time
+	Nonce     string
+	Kind      linkspec.Kind
+	Payload   linkspec.Payload
+	// Claims is the token's payload segment, base64url JSON, exactly as signed.
+	Claims string
+}

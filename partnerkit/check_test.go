@@ -1,0 +1,153 @@
+package partnerkit
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/linktoken"
+)
+
+// brokenToken is one way to get a token wrong, with the code the gateway answers.
+type brokenToken struct {
+	name string
+	code linktoken.Code
+	make func(t testing.TB) string
+}
+
+// brokenTokens builds tokens signed with keyFor(alg) under kid "k-"+alg, each broken in one
+// way; the empty code is a valid token.
+func brokenTokens() []brokenToken {
+	hdr := func(alg string) map[string]any { return map[string]any{"typ": "JWT", "kid": "k-" + alg} }
+	with := func(alg string, mutate func(h, c map[string]any)) func(t testing.TB) string {
+		return func(t testing.TB) string {
+			h, c := hdr(alg), validClaims(mainPayload())
+			mutate(h, c)
+			return signWith(t, keyFor(t, alg), alg, h, c)
+		}
+	}
+	none := func(h, c map[string]any) {}
+	return []brokenToken{
+		{"valid RS256", "", with("RS256", none)},
+		{"valid PS256", "", with("PS256", none)},
+		{"valid ES256", "", with("ES256", none)},
+		{"not a JWS", linktoken.CodeTokenMalformed, func(t testing.TB) string { return "not.a-token" }},
+		{"typ JOSE", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["typ"] = "JOSE" })},
+		{"typ jwt lower case", "", with("ES256", func(h, c map[string]any) { h["typ"] = "jwt" })},
+		{"typ missing", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { delete(h, "typ") })},
+		{"kid missing", linktoken.CodeKeyIDMissing, with("ES256", func(h, c map[string]any) { delete(h, "kid") })},
+		{"kid unknown", linktoken.CodeKeyUnknown, with("ES256", func(h, c map[string]any) { h["kid"] = "k-other" })},
+		{"jku present", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["jku"] = "https://evil.example/jwks.json" })},
+		{"RSA key under the EC kid", linktoken.CodeAlgorithmNotAllowed, func(t testing.TB) string {
+			return signWith(t, keyFor(t, "RS256"), "RS256", hdr("ES256"), validClaims(mainPayload()))
+		}},
+		{"signed by another key", linktoken.CodeSignatureInvalid, func(t testing.TB) string {
+			other, _ := GenerateKey("ES256", 0)
+			return signWith(t, other, "ES256", hdr("ES256"), validClaims(mainPayload()))
+		}},
+		{"PS256 key signing RS256", linktoken.CodeAlgorithmNotAllowed, func(t testing.TB) string {
+			return signWith(t, keyFor(t, "PS256"), "RS256", hdr("PS256"), validClaims(mainPayload()))
+		}},
+		{"wrong iss", linktoken.CodeIssuerInvalid, with("ES256", func(h, c map[string]any) { c["iss"] = "https://other.example" })},
+		{"wrong aud", linktoken.CodeAudienceInvalid, with("ES256", func(h, c map[string]any) { c["aud"] = []string{"a", "b"} })},
+		{"aud array with ours", "", with("ES256", func(h, c map[string]any) { c["aud"] = []string{"x", testAud} })},
+		{"exp missing", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { delete(c, "exp") })},
+		{"nbf a string", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["nbf"] = "now" })},
+		{"lifetime 6 minutes", linktoken.CodeLifetimeTooLong, with("ES256", func(h, c map[string]any) { c["exp"] = testNow.Unix() + 360 })},
+		{"iat differs from nbf", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["iat"] = testNow.Unix() - 10 })},
+		{"expired", linktoken.CodeTokenExpired, with("ES256", func(h, c map[string]any) {
+			c["nbf"], c["iat"], c["exp"] = testNow.Unix()-400, testNow.Unix()-400, testNow.Unix()-280
+		})},
+		{"not yet valid", linktoken.CodeTokenNotYetValid, with("ES256", func(h, c map[string]any) {
+			c["nbf"], c["iat"], c["exp"] = testNow.Unix()+100, testNow.Unix()+100, testNow.Unix()+200
+		})},
+		{"nonce missing", linktoken.CodeNonceMissing, with("ES256", func(h, c map[string]any) { delete(c, "nonce") })},
+		{"nonce short", linktoken.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = "abc" })},
+		{"nonce a number", linktoken.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = 12345678901234567 })},
+		{"duplicate claim", linktoken.CodeClaimsInvalid, func(t testing.TB) string {
+			c := validClaims(mainPayload())
+			body, _ := json.Marshal(c)
+			body = append(body[:len(body)-1], []byte(`,"iss":"https://evil.example"}`)...)
+			s := testSigner(t, "ES256")
+			tok, err := s.signRaw(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}},
+		{"payload field a number", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { c["employeeId"] = 7 })},
+		{"payload invalid", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeFirstname") })},
+		{"birthdate not a date", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) {
+			c["contact"].(map[string]any)["birthdate"] = "1981-02-29"
+		})},
+	}
+}
+
+func testJWKS(t testing.TB) []byte {
+	var keys []PublicKey
+	for _, alg := range Algorithms {
+		keys = append(keys, PublicKey{KeyID: "k-" + alg, Algorithm: alg, Key: keyFor(t, alg).Public()})
+	}
+	doc, err := MarshalJWKS(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestCheckExplainsTheVerdict: the verdict is linktoken's, and the first failing step of
+// the explanation names the same code, so the explanation points at the real reason.
+func TestCheckExplainsTheVerdict(t *testing.T) {
+	jwks := testJWKS(t)
+	rules := linktoken.Rules{Issuer: testIss, Audience: testAud}
+	for _, tt := range brokenTokens() {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Check(context.Background(), tt.make(t), jwks, rules, testNow.Add(30*time.Second))
+			if r.Code != tt.code || r.Accepted != (tt.code == "") {
+				t.Fatalf("Check verdict = %q (accepted %v, %s), want %q", r.Code, r.Accepted, r.Detail, tt.code)
+			}
+			var first *Step
+			for i := range r.Steps {
+				if r.Steps[i].Outcome == Failed {
+					first = &r.Steps[i]
+					break
+				}
+			}
+			switch {
+			case tt.code == "" && first != nil:
+				t.Errorf("accepted token, but step %q failed: %s", first.Rule, first.Detail)
+			case tt.code != "" && first == nil:
+				t.Errorf("rejected with %s, but every step passed", tt.code)
+			case tt.code != "" && first.Code != tt.code:
+				t.Errorf("first failing step %q has code %s, want %s (%s)", first.Rule, first.Code, tt.code, first.Detail)
+			}
+			last := r.Steps[len(r.Steps)-1]
+			if last.Outcome != Offline || last.Code != "token_replayed" {
+				t.Errorf("last step = %+v, want the offline replay check", last)
+			}
+		})
+	}
+}
+
+func TestCheckKindsAndKeySet(t *testing.T) {
+	jwks := testJWKS(t)
+	tok, err := testSigner(t, "ES256").Sign(mainPayload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(context.Background(), tok, jwks, linktoken.Rules{Issuer: testIss, Audience: testAud, Kinds: []linkspec.Kind{linkspec.KindGo}}, testNow)
+	if r.Accepted || r.Code != linktoken.CodeKindNotAllowed {
+		t.Errorf("Check(main link, Go-only partner) = %q, want kind_not_allowed", r.Code)
+	}
+	r = Check(context.Background(), tok, jwks, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
+	if !r.Accepted || r.Kind != linkspec.KindMain {
+		t.Errorf("Check(main link) = %q %s, want accepted main", r.Code, r.Detail)
+	}
+	private := []byte(`{"keys":[{"kty":"EC","crv":"P-256","kid":"k-ES256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}]}`)
+	r = Check(context.Background(), tok, private, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
+	if r.Accepted || r.KeySetError == "" || r.Code != CodeKeySetRefused {
+		t.Errorf("Check(private key set) = %q, key set error %q; want keys_unavailable with the reason", r.Code, r.KeySetError)
+	}
+}

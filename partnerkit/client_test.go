@@ -1,0 +1,160 @@
+package partnerkit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeGateway answers /partner/acme/url with answer after checking the request's shape.
+func fakeGateway(t *testing.T, contentType, answer string, status int) (*httptest.Server, *string) {
+	t.Helper()
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/partner/acme/url" || r.Header.Get("Content-Type") != "text/plain" {
+			t.Errorf("request %s %s %s, want POST /partner/acme/url text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		}
+		b, _ := io.ReadAll(r.Body)
+		got = string(b)
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+func TestClientURL(t *testing.T) {
+	tests := []struct {
+		name, contentType, answer string
+		want                      string
+	}{
+		{"text", "text/plain; charset=utf-8", "https://app.example/s?code=abc\n", "https://app.example/s?code=abc"},
+		{"json", "application/json", `{"url":"https://app.example/s?code=abc"}`, "https://app.example/s?code=abc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, body := fakeGateway(t, tt.contentType, tt.answer, 200)
+			s := testSigner(t, "ES256")
+			c := &Client{Gateway: srv.URL + "/", Partner: "acme", Signer: s}
+			got, err := c.URL(context.Background(), goPayload())
+			if err != nil || got != tt.want {
+				t.Errorf("URL = %q, %v, want %q", got, err, tt.want)
+			}
+			decode(t, s, *body) // the body is the token, nothing else
+		})
+	}
+}
+
+func TestClientURLRejection(t *testing.T) {
+	problem := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the payload does not match its table",
+		"code":"payload_invalid","fields":[{"field":"contact.email","reason":"required"}],"request_id":"r-1"}`
+	srv, _ := fakeGateway(t, "application/problem+json", problem, 400)
+	c := &Client{Gateway: srv.URL, Partner: "acme", Signer: testSigner(t, "ES256")}
+	_, err := c.URL(context.Background(), goPayload())
+	var rej *Rejection
+	if !errors.As(err, &rej) {
+		t.Fatalf("URL error = %v (%T), want *Rejection", err, err)
+	}
+	if rej.Status != 400 || rej.Code != "payload_invalid" || rej.RequestID != "r-1" || len(rej.Fields) != 1 || rej.Fields[0].Field != "contact.email" {
+		t.Errorf("Rejection = %+v, want 400 payload_invalid r-1 contact.email", rej)
+	}
+	if !strings.Contains(rej.Error(), "payload_invalid") || !strings.Contains(rej.Error(), "contact.email: required") {
+		t.Errorf("Rejection.Error() = %q, want code and field", rej.Error())
+	}
+}
+
+func TestClientURLRetryAfter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"status":503,"code":"nonce_store_unavailable"}`)
+	}))
+	defer srv.Close()
+	c := &Client{Gateway: srv.URL, Partner: "acme", Signer: testSigner(t, "ES256")}
+	_, err := c.URL(context.Background(), goPayload())
+	var rej *Rejection
+	if !errors.As(err, &rej) || rej.Code != "nonce_store_unavailable" || rej.RetryAfter != 5*time.Second {
+		t.Errorf("URL (503) = %+v, want nonce_store_unavailable with RetryAfter 5s", err)
+	}
+}
+
+func TestClientURLOddAnswers(t *testing.T) {
+	tests := []struct {
+		name, contentType, answer string
+		status                    int
+		want                      string
+	}{
+		{"not a url", "text/plain", "hello", 200, "not an absolute"},
+		{"javascript url", "text/plain", "javascript:alert(1)", 200, "not an absolute"},
+		{"json without url", "application/json", `{"link":"x"}`, 200, "not an absolute"},
+		{"bad gateway", "text/html", "<h1>oops</h1>", 502, "502"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := fakeGateway(t, tt.contentType, tt.answer, tt.status)
+			c := &Client{Gateway: srv.URL, Partner: "acme", Signer: testSigner(t, "ES256")}
+			got, err := c.URL(context.Background(), goPayload())
+			var rej *Rejection
+			if err == nil || errors.As(err, &rej) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("URL = %q, %v, want a plain error containing %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClientEndpoint(t *testing.T) {
+	tests := []struct {
+		gateway, partner, want string
+	}{
+		{"https://sso.example.com", "acme", "https://sso.example.com/partner/acme/payload"},
+		{"https://sso.example.com/base/", "acme", "https://sso.example.com/base/partner/acme/payload"},
+		{"sso.example.com", "acme", ""},
+		{"https://sso.example.com", "a/b", ""},
+		{"https://sso.example.com", "", ""},
+	}
+	for _, tt := range tests {
+		c := &Client{Gateway: tt.gateway, Partner: tt.partner}
+		got, err := c.Endpoint("payload")
+		if got != tt.want || (tt.want == "") != (err != nil) {
+			t.Errorf("Endpoint(%q, %q) = %q, %v, want %q", tt.gateway, tt.partner, got, err, tt.want)
+		}
+	}
+}
+
+func TestFormPage(t *testing.T) {
+	s := testSigner(t, "ES256")
+	c := &Client{Gateway: "https://sso.example.com", Partner: "acme", Signer: s}
+	page, err := c.FormPage(goPayload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	for _, want := range []string{
+		`<form id="link" method="post" action="https://sso.example.com/partner/acme/payload">`,
+		`<input type="hidden" name="payload" value="ey`,
+		`document.getElementById("link").submit()`,
+		`expires at 2026-03-01T12:02:00Z`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("FormPage lacks %q:\n%s", want, html)
+		}
+	}
+	start := strings.Index(html, `name="payload" value="`) + len(`name="payload" value="`)
+	tok := html[start : start+strings.IndexByte(html[start:], '"')]
+	decode(t, s, tok)
+
+	evil, err := FormPageFor(`https://x.example/"><script>`, `a"b`, "soon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(evil), `"><script>`) || strings.Contains(string(evil), `value="a"b"`) {
+		t.Errorf("FormPageFor does not escape its inputs:\n%s", evil)
+	}
+}

@@ -1,0 +1,172 @@
+package partnerkit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/linktoken"
+)
+
+// The partner guide includes its snippets verbatim: the block after each
+// "<!-- snippet: PATH -->" line must equal docs/PATH, so the guide cannot drift from the
+// files the tests run.
+const guidePath = "../docs/partners.md"
+
+var snippetMarker = regexp.MustCompile(`^<!-- snippet: (\S+) -->$`)
+
+// guideSnippets returns the snippet paths of the guide (relative to docs/) and the code
+// blocks that follow them.
+func guideSnippets(t *testing.T) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile(guidePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	for sc.Scan() {
+		m := snippetMarker.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		if !sc.Scan() || !strings.HasPrefix(sc.Text(), "```") {
+			t.Fatalf("guide: snippet %s is not followed by a code block", m[1])
+		}
+		var b strings.Builder
+		for sc.Scan() && sc.Text() != "```" {
+			b.WriteString(sc.Text())
+			b.WriteByte('\n')
+		}
+		out[m[1]] = b.String()
+	}
+	return out
+}
+
+var snippetFiles = []string{"snippets/node/mint.mjs", "snippets/python/mint.py"}
+
+func TestGuideSnippetsAreTheFiles(t *testing.T) {
+	blocks := guideSnippets(t)
+	for _, path := range snippetFiles {
+		t.Run(path, func(t *testing.T) {
+			file, err := os.ReadFile(filepath.Join("../docs", path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, ok := blocks[path]
+			if !ok {
+				t.Fatalf("docs/partners.md does not include %s", path)
+			}
+			if block != string(file) {
+				t.Errorf("docs/partners.md's copy of %s differs from the file: copy the file into the guide", path)
+			}
+		})
+	}
+	if len(blocks) != len(snippetFiles) {
+		t.Errorf("guide includes %d snippets, the test runs %d: add the new one to snippetFiles", len(blocks), len(snippetFiles))
+	}
+}
+
+// TestGuideListsEveryCode: every linktoken code has a row in the guide's error table.
+func TestGuideListsEveryCode(t *testing.T) {
+	doc, err := os.ReadFile(guidePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []linktoken.Code{
+		linktoken.CodeTokenMalformed, linktoken.CodeHeaderInvalid, linktoken.CodeAlgorithmNotAllowed,
+		linktoken.CodeKeyIDMissing, linktoken.CodeKeyUnknown, linktoken.CodeKeysUnavailable,
+		linktoken.CodeSignatureInvalid, linktoken.CodeClaimsInvalid, linktoken.CodeIssuerInvalid,
+		linktoken.CodeAudienceInvalid, linktoken.CodeLifetimeTooLong, linktoken.CodeTokenNotYetValid,
+		linktoken.CodeTokenExpired, linktoken.CodeNonceMissing, linktoken.CodeNonceInvalid,
+		linktoken.CodePayloadInvalid, linktoken.CodeKindNotAllowed,
+	} {
+		if !bytes.Contains(doc, []byte("| `"+string(c)+"` |")) {
+			t.Errorf("docs/partners.md has no error table row for %s", c)
+		}
+	}
+}
+
+// snippetCommand returns the command that runs a snippet: Node from its folder (where
+// scripts/test-deps.sh installed jose from the lock file), Debian's Python (with its
+// python3-jwt), never another python3 on PATH.
+func snippetCommand(t *testing.T, path string) *exec.Cmd {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("../docs", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch filepath.Ext(path) {
+	case ".mjs":
+		if _, err := os.Stat(filepath.Join(filepath.Dir(abs), "node_modules", "jose")); err != nil {
+			t.Fatalf("jose is not installed in %s: run scripts/test-deps.sh", filepath.Dir(abs))
+		}
+		cmd := exec.Command("node", abs)
+		cmd.Dir = filepath.Dir(abs)
+		return cmd
+	case ".py":
+		return exec.Command("/usr/bin/python3", abs)
+	}
+	t.Fatalf("no runner for %s", path)
+	return nil
+}
+
+// RunSnippet runs a guide snippet with the key in keyFile and returns the token it prints.
+func runSnippet(t *testing.T, path, keyFile, kid, alg, iss, aud string) string {
+	t.Helper()
+	cmd := snippetCommand(t, path)
+	cmd.Env = append(os.Environ(), "KEY_FILE="+keyFile, "KID="+kid, "ALG="+alg, "ISS="+iss, "AUD="+aud)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestGuideSnippetsMintAcceptedTokens runs each snippet with a key of each algorithm and
+// verifies its token with the gateway's verifier.
+func TestGuideSnippetsMintAcceptedTokens(t *testing.T) {
+	for _, path := range snippetFiles {
+		for _, alg := range Algorithms {
+			t.Run(path+"/"+alg, func(t *testing.T) {
+				s := testSigner(t, alg)
+				keyFile := filepath.Join(t.TempDir(), "private.pem")
+				if err := WritePrivateKey(keyFile, s.key, false); err != nil {
+					t.Fatal(err)
+				}
+				tok := runSnippet(t, path, keyFile, s.KeyID(), alg, testIss, testAud)
+				doc, err := MarshalJWKS(s.PublicKey())
+				if err != nil {
+					t.Fatal(err)
+				}
+				set, err := linktoken.ParseKeySet(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: testIss, Audience: testAud})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := v.Verify(context.Background(), []byte(tok), set)
+				if err != nil {
+					t.Fatalf("the gateway's verifier refuses the %s token: %v", path, err)
+				}
+				if got.Alg != alg || got.Payload.Contact == nil || got.Payload.Contact.Firstname != "Åsa" {
+					t.Errorf("verified %s token: alg %s contact %+v, want %s and Åsa", path, got.Alg, got.Payload.Contact, alg)
+				}
+				if life := got.Expiry.Sub(got.NotBefore); life != 2*time.Minute {
+					t.Errorf("%s token lifetime %v, want 2m", path, life)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,289 @@
+package jwtpartner
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/linktoken"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("jwt_partner", parseCaddyfile)
+	// Before reverse_proxy, so that a site needs no global order option: the handler must
+	// run before the request is proxied.
+	httpcaddyfile.RegisterDirectiveOrder("jwt_partner", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Handler)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	jwt_partner [<matcher>] {
+//		partner <name> {
+//			issuer           <iss>
+//			audience         <aud>
+//			algorithms       <RS256|PS256|ES256...>
+//			jwks_file        <path>
+//			jwks_url         <url>
+//			refresh_min      <duration>
+//			refresh_max      <duration>
+//			refresh_cooldown <duration>
+//			max_stale        <duration>
+//			kinds            <main|go...>
+//			max_lifetime     <duration>
+//			leeway           <duration>
+//			nonce_min_length <n>
+//			nonce_max_length <n>
+//		}
+//		leeway          <duration>
+//		max_lifetime    <duration>
+//		max_body_size   <size>
+//		read_timeout    <duration>
+//		header_prefix   <prefix>
+//		nonce_store     <module> { ... }
+//		upstream_secret <secret>
+//		errors          respond|handle_errors
+//	}
+//
+// partner may repeat, once per name; every other subdirective may appear once. Each partner
+// needs issuer, audience and exactly one of jwks_file and jwks_url.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		opt := d.Val()
+		if opt != "partner" {
+			if seen[opt] {
+				return d.Errf("%s: given more than once", opt)
+			}
+			seen[opt] = true
+		}
+		switch opt {
+		case "partner":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			name := d.Val()
+			if !partnerNameRE.MatchString(name) {
+				return d.Errf("partner name %q: want 1..64 characters of a-z, 0-9, '-' and '_'", name)
+			}
+			if _, dup := h.Partners[name]; dup {
+				return d.Errf("partner %s: configured more than once", name)
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			p, err := unmarshalPartner(d, name)
+			if err != nil {
+				return err
+			}
+			if h.Partners == nil {
+				h.Partners = make(map[string]*Partner)
+			}
+			h.Partners[name] = p
+
+		case "leeway":
+			if err := durationArg(d, &h.Leeway); err != nil {
+				return err
+			}
+		case "max_lifetime":
+			if err := durationArg(d, &h.MaxLifetime); err != nil {
+				return err
+			}
+			if h.MaxLifetime > caddy.Duration(linktoken.DefaultMaxLifetime) {
+				return d.Errf("max_lifetime: at most %s", linktoken.DefaultMaxLifetime)
+			}
+		case "max_body_size":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n == 0 || n > 1<<30 {
+				return d.Errf("max_body_size %q: want a size such as 16KiB", s)
+			}
+			h.MaxBodySize = int64(n)
+		case "read_timeout":
+			if err := durationArg(d, &h.ReadTimeout); err != nil {
+				return err
+			}
+		case "header_prefix":
+			if !d.AllArgs(&h.HeaderPrefix) {
+				return d.ArgErr()
+			}
+			if !validHeaderPrefix(h.HeaderPrefix) {
+				return d.Errf("header_prefix %q: want letters, digits and '-', such as X-Partner-", h.HeaderPrefix)
+			}
+		case "nonce_store":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			name := d.Val()
+			unm, err := caddyfile.UnmarshalModule(d, "http.jwt_partner.nonce_stores."+name)
+			if err != nil {
+				return err
+			}
+			h.NonceStoreRaw = caddyconfig.JSONModuleObject(unm, "store", name, nil)
+		case "upstream_secret":
+			if !d.AllArgs(&h.UpstreamSecret) {
+				return d.ArgErr()
+			}
+		case "errors":
+			if !d.AllArgs(&h.Errors) {
+				return d.ArgErr()
+			}
+			if h.Errors != ErrorsRespond && h.Errors != ErrorsHandle {
+				return d.Errf("errors %q: want %s or %s", h.Errors, ErrorsRespond, ErrorsHandle)
+			}
+		default:
+			return d.Errf("unrecognized subdirective %q", opt)
+		}
+	}
+	if len(h.Partners) == 0 {
+		return d.Err("jwt_partner: at least one partner block is required")
+	}
+	return nil
+}
+
+// unmarshalPartner reads a partner block; the dispenser is on the partner's name.
+func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
+	file, line := d.File(), d.Line()
+	p := new(Partner)
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return nil, d.Errf("partner %s: %s given more than once", name, opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "issuer":
+			err = oneArg(d, &p.Issuer)
+		case "audience":
+			err = oneArg(d, &p.Audience)
+		case "jwks_file":
+			err = oneArg(d, &p.JWKSFile)
+		case "jwks_url":
+			err = oneArg(d, &p.JWKSURL)
+			if err == nil {
+				if uerr := linktoken.CheckKeySetURL(p.JWKSURL); uerr != nil {
+					return nil, d.Errf("partner %s: jwks_url: %v", name, uerr)
+				}
+			}
+		case "algorithms":
+			p.Algorithms = d.RemainingArgs()
+			if len(p.Algorithms) == 0 {
+				return nil, d.ArgErr()
+			}
+			for _, a := range p.Algorithms {
+				switch a {
+				case linktoken.RS256, linktoken.PS256, linktoken.ES256:
+				default:
+					return nil, d.Errf("partner %s: algorithm %q is not allowed (want RS256, PS256 or ES256; symmetric algorithms and none are never accepted)", name, a)
+				}
+			}
+		case "kinds":
+			p.Kinds = d.RemainingArgs()
+			if len(p.Kinds) == 0 {
+				return nil, d.ArgErr()
+			}
+			for _, k := range p.Kinds {
+				if _, ok := linkspec.ParseKind(k); !ok {
+					return nil, d.Errf("partner %s: kind %q: want main or go", name, k)
+				}
+			}
+		case "refresh_min":
+			err = durationArg(d, &p.RefreshMin)
+		case "refresh_max":
+			err = durationArg(d, &p.RefreshMax)
+		case "refresh_cooldown":
+			err = durationArg(d, &p.RefreshCooldown)
+		case "max_stale":
+			err = durationArg(d, &p.MaxStale)
+		case "max_lifetime":
+			err = durationArg(d, &p.MaxLifetime)
+			if err == nil && p.MaxLifetime > caddy.Duration(linktoken.DefaultMaxLifetime) {
+				return nil, d.Errf("partner %s: max_lifetime: at most %s", name, linktoken.DefaultMaxLifetime)
+			}
+		case "leeway":
+			err = durationArg(d, &p.Leeway)
+		case "nonce_min_length":
+			err = intArg(d, &p.NonceMinLength)
+		case "nonce_max_length":
+			err = intArg(d, &p.NonceMaxLength)
+		default:
+			return nil, d.Errf("partner %s: unrecognized subdirective %q", name, opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	missing := func(what string) error {
+		return fmt.Errorf("partner %s: %s, at %s:%d", name, what, file, line)
+	}
+	switch {
+	case p.Issuer == "":
+		return nil, missing("issuer is required")
+	case p.Audience == "":
+		return nil, missing("audience is required")
+	case p.JWKSFile == "" && p.JWKSURL == "":
+		return nil, missing("jwks_file or jwks_url is required")
+	case p.JWKSFile != "" && p.JWKSURL != "":
+		return nil, missing("jwks_file and jwks_url are exclusive: configure one")
+	}
+	return p, nil
+}
+
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.AllArgs(dst) {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	opt := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("%s %q: want a positive duration such as 30s", opt, s)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}
+
+func intArg(d *caddyfile.Dispenser, dst *int) error {
+	opt := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return d.Errf("%s %q: want a positive whole number", opt, s)
+	}
+	*dst = n
+	return nil
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

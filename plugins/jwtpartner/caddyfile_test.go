@@ -1,0 +1,136 @@
+package jwtpartner
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestUnmarshalCaddyfile(t *testing.T) {
+	const partner = `partner demo {
+		issuer https://partner.example
+		audience partnergate-demo
+		jwks_file /etc/partnergate/demo.json
+	}`
+	tests := []struct {
+		name  string
+		input string
+		want  string // JSON of the handler, or "" when wantErr is set
+		err   string // substring of the error
+	}{
+		{
+			name:  "minimal",
+			input: "jwt_partner {\n" + partner + "\n}",
+			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"/etc/partnergate/demo.json"}}}`,
+		},
+		{
+			name: "every option",
+			input: `jwt_partner {
+				partner acme {
+					issuer https://acme.example
+					audience svc-link
+					algorithms RS256 ES256
+					jwks_url https://acme.example/.well-known/jwks.json
+					refresh_min 2m
+					refresh_max 2h
+					refresh_cooldown 10s
+					max_stale 12h
+					kinds main
+					max_lifetime 2m
+					leeway 10s
+					nonce_min_length 20
+					nonce_max_length 100
+				}
+				leeway 15s
+				max_lifetime 4m
+				max_body_size 8KiB
+				read_timeout 5s
+				header_prefix X-Link-
+				upstream_secret {env.SECRET}
+				errors handle_errors
+			}`,
+			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
+		},
+		{name: "argument on directive", input: "jwt_partner extra {\n" + partner + "\n}", err: "wrong argument count"},
+		{name: "no partner", input: "jwt_partner {\nleeway 1s\n}", err: "at least one partner"},
+		{name: "unknown option", input: "jwt_partner {\n" + partner + "\nfoo bar\n}", err: `unrecognized subdirective "foo"`},
+		{name: "duplicate option", input: "jwt_partner {\n" + partner + "\nleeway 1s\nleeway 2s\n}", err: "leeway: given more than once"},
+		{name: "duplicate partner", input: "jwt_partner {\n" + partner + "\n" + partner + "\n}", err: "partner demo: configured more than once"},
+		{name: "bad partner name", input: "jwt_partner {\npartner Demo! {\n}\n}", err: "partner name"},
+		{name: "partner without name", input: "jwt_partner {\npartner\n}", err: "wrong argument count"},
+		{name: "partner with two names", input: "jwt_partner {\npartner a b {\n}\n}", err: "wrong argument count"},
+		{name: "unknown partner option", input: "jwt_partner {\npartner demo {\nsecret x\n}\n}", err: `partner demo: unrecognized subdirective "secret"`},
+		{name: "duplicate partner option", input: "jwt_partner {\npartner demo {\nissuer a\nissuer b\n}\n}", err: "issuer given more than once"},
+		{name: "HS256", input: "jwt_partner {\npartner demo {\nalgorithms RS256 HS256\n}\n}", err: `algorithm "HS256" is not allowed`},
+		{name: "none", input: "jwt_partner {\npartner demo {\nalgorithms none\n}\n}", err: `algorithm "none" is not allowed`},
+		{name: "algorithms without value", input: "jwt_partner {\npartner demo {\nalgorithms\n}\n}", err: "wrong argument count"},
+		{name: "bad kind", input: "jwt_partner {\npartner demo {\nkinds web\n}\n}", err: `kind "web"`},
+		{name: "kinds without value", input: "jwt_partner {\npartner demo {\nkinds\n}\n}", err: "wrong argument count"},
+		{name: "missing issuer", input: "jwt_partner {\npartner demo {\naudience a\njwks_file f\n}\n}", err: "partner demo: issuer is required, at Testfile:2"},
+		{name: "missing audience", input: "jwt_partner {\npartner demo {\nissuer a\njwks_file f\n}\n}", err: "partner demo: audience is required"},
+		{name: "missing keys", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\n}\n}", err: "jwks_file or jwks_url is required"},
+		{name: "both key sources", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file f\njwks_url https://x.example/j\n}\n}", err: "exclusive"},
+		{name: "http key url", input: "jwt_partner {\npartner demo {\njwks_url http://partner.example/jwks.json\n}\n}", err: "must use https"},
+		{name: "issuer with two values", input: "jwt_partner {\npartner demo {\nissuer a b\n}\n}", err: "wrong argument count"},
+		{name: "bad duration", input: "jwt_partner {\n" + partner + "\nleeway soon\n}", err: `leeway "soon"`},
+		{name: "negative duration", input: "jwt_partner {\n" + partner + "\nleeway -1s\n}", err: `leeway "-1s"`},
+		{name: "lifetime over 5m", input: "jwt_partner {\n" + partner + "\nmax_lifetime 6m\n}", err: "max_lifetime: at most 5m0s"},
+		{name: "partner lifetime over 5m", input: "jwt_partner {\npartner demo {\nmax_lifetime 10m\n}\n}", err: "max_lifetime: at most 5m0s"},
+		{name: "bad nonce length", input: "jwt_partner {\npartner demo {\nnonce_min_length x\n}\n}", err: `nonce_min_length "x"`},
+		{name: "bad read timeout", input: "jwt_partner {\n" + partner + "\nread_timeout 0s\n}", err: `read_timeout "0s"`},
+		{name: "bad body size", input: "jwt_partner {\n" + partner + "\nmax_body_size lots\n}", err: `max_body_size "lots"`},
+		{name: "bad header prefix", input: "jwt_partner {\n" + partner + "\nheader_prefix X:Bad\n}", err: "header_prefix"},
+		{name: "bad errors mode", input: "jwt_partner {\n" + partner + "\nerrors silent\n}", err: `errors "silent"`},
+		{name: "unknown nonce store", input: "jwt_partner {\n" + partner + "\nnonce_store tape\n}", err: "tape"},
+		{name: "nonce store without name", input: "jwt_partner {\n" + partner + "\nnonce_store\n}", err: "wrong argument count"},
+		{name: "upstream_secret without value", input: "jwt_partner {\n" + partner + "\nupstream_secret\n}", err: "wrong argument count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Handler
+			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("UnmarshalCaddyfile(%q) error = %v, want one containing %q", tt.name, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("UnmarshalCaddyfile(%q) error = %v", tt.name, err)
+			}
+			got, _ := json.Marshal(&h)
+			if string(got) != tt.want {
+				t.Errorf("UnmarshalCaddyfile(%q) =\n%s\nwant\n%s", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzUnmarshalCaddyfile feeds arbitrary Caddyfile text to the directive: it must return
+// a handler or an error, never panic, and whatever it accepts must marshal to JSON.
+func FuzzUnmarshalCaddyfile(f *testing.F) {
+	for _, seed := range []string{
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file f\n}\n}",
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_url https://x/j\nalgorithms RS256\nkinds go\n}\nleeway 1s\nmax_body_size 1KiB\n}",
+		"jwt_partner {\npartner demo {\n}\n}",
+		"jwt_partner {\nnonce_store memory {\nmax_entries 10\n}\n}",
+		"jwt_partner",
+		"jwt_partner {\npartner {\n{\n}\n}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		var h Handler
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+			return
+		}
+		if _, err := json.Marshal(&h); err != nil {
+			t.Fatalf("accepted %q but cannot marshal it: %v", input, err)
+		}
+		if len(h.Partners) == 0 {
+			t.Fatalf("accepted %q without a partner", input)
+		}
+	})
+}

@@ -1,0 +1,49 @@
+// Package nonce holds the nonce store interface of the jwt_partner handler and its
+// implementations, the guest modules http.jwt_partner.nonce_stores.memory (the embedded
+// default, one gateway) and http.jwt_partner.nonce_stores.redis (shared by every gateway).
+package nonce
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Entry is one nonce to claim.
+type Entry struct {
+	// Partner is the namespace: the same nonce from two partners is two entries.
+	Partner string
+	// Nonce is the token's nonce claim, partner-supplied text of 16..256 characters by
+	// default. Stores keep a hash of it, never the text, and never log it.
+	Nonce string
+	// IssuedAt is the token's nbf, for stores that refuse tokens older than their own memory.
+	IssuedAt time.Time
+	// Until is when the entry may be forgotten: the token's exp plus the leeway, after which
+	// the token is refused as expired anyway.
+	Until time.Time
+}
+
+// Store records nonces so that each is accepted once.
+//
+// As with caddyauth.Authenticator, the two kinds of failure are kept apart: a nonce seen
+// before is an ordinary (false, nil); a store that cannot answer returns an error, and the
+// caller then refuses the token (fail closed).
+type Store interface {
+	// Claim records e if its nonce has not been seen in e.Partner's namespace and reports
+	// whether it was fresh. The check and the record are one atomic step.
+	Claim(ctx context.Context, e Entry) (fresh bool, err error)
+}
+
+// ErrFull is returned by a store that has no room left; it refuses rather than evicting
+// a live nonce, which would let that nonce's token be replayed.
+var ErrFull = errors.New("nonce store full")
+
+// ErrTooOld is returned by a store that refuses a token issued before the earliest time it
+// can vouch for (for example a Redis that came back empty after a restart).
+var ErrTooOld = errors.New("token issued before the nonce store's memory begins")
+
+// Pinger is implemented by stores whose reachability can be checked, for health and
+// metrics.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs or checks every program the test suite needs beyond Go, so that a fresh machine
+# runs ./test.sh with nothing done by hand. Debian packages need root (or sudo); when they
+# cannot be installed, it says exactly what is missing and fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# The partner guide's Python snippet runs on Debian's python3 with PyJWT and cryptography.
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || need_apt+=(python3 python3-jwt python3-cryptography)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+# wrk drives the load benchmark (scripts/loadbench.sh), not the tests; it is cheap to have.
+command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	echo "test-deps: installing Debian packages: ${need_apt[*]}"
+	if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null; }; then
+		echo "test-deps: could not install ${need_apt[*]}; install them (Debian package names) and run again" >&2
+		exit 1
+	fi
+fi
+
+# Node's jose for the partner guide's snippets, pinned by the lock file.
+if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
+	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
+fi
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $(chromium --version 2>/dev/null | head -1)"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, vet, the linter, the race detector over
+# every package (unit, integration with a real Caddy, real redis-server processes, the app
+# service on SQLite and PostgreSQL, a real headless Chromium), then bounded fuzzing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+scripts/test-deps.sh
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+if [ -x scripts/lint.sh ]; then
+	echo "== lint"
+	scripts/lint.sh
+fi
+
+echo "== build ./caddy"
+./xcaddy.sh >/dev/null
+
+echo "== go test -race"
+go test -race -timeout 40m -count=1 ./... 2>&1 | tee /tmp/partnergate-test.log | grep -vE '^(=== RUN|=== PAUSE|=== CONT|--- PASS)' || { echo "go test failed"; exit 1; }
+
+if [ -x scripts/fuzz.sh ]; then
+	echo "== fuzz (bounded)"
+	scripts/fuzz.sh "${FUZZTIME:-10s}"
+fi
+echo "== all tests passed"
