@@ -317,12 +317,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if rej != nil {
+		if !rq.bodyRead && r.ContentLength != 0 && r.ProtoMajor == 1 {
+			leaveBody(w, r, rc, rej)
+		}
 		return h.writeRejection(w, rq, repl, rej)
 	}
 	h.forward(r, rq, repl)
 	h.logOutcome(rq, nil)
 	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), outcomeAccepted)
 	return next.ServeHTTP(w, r)
+}
+
+// drainTimeout bounds how long net/http may spend reading an unread request body after a
+// rejection, before it answers.
+const drainTimeout = time.Second
+
+// leaveBody prepares the answer to a rejected HTTP/1 request whose body is still on the
+// wire. Before writing an answer, net/http reads up to 256 KiB of an unread body so that a
+// client that writes its whole request before reading gets the answer, and closes the
+// connection gently (a lingering close) when more remains. It does that through Caddy's
+// body wrappers too, but with no deadline once the read timeout is lifted: a client that
+// declares a huge body and sends none would hold the answer and the connection. So the read
+// gets drainTimeout; and where nothing useful can come (a client waiting for 100 Continue,
+// which must not be sent, or a body that already failed), the connection is closed at once.
+func leaveBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, rej *rejection) {
+	if rej.code == CodeBodyUnreadable || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		w.Header().Set("Connection", "close")
+		return
+	}
+	if err := rc.SetReadDeadline(time.Now().Add(drainTimeout)); err != nil {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // request is what one request has learned so far, for the log line, the metrics and the
@@ -334,6 +359,7 @@ type request struct {
 	endpoint  string // "url" or "payload" once the path is known to be one of them
 	token     *linktoken.Token
 	alg, kid  string
+	bodyRead  bool // the whole body was read (so the connection can be kept)
 }
 
 func (rq *request) partnerLabel() string {
@@ -358,7 +384,7 @@ const (
 
 // handle runs every check in order, cheapest first, and claims the nonce last.
 func (h *Handler) handle(r *http.Request, rq *request, repl *caddy.Replacer) *rejection {
-	name, endpoint, ok := splitPartnerPath(r.URL.Path)
+	name, endpoint, ok := splitPartnerPath(r.URL.EscapedPath())
 	if !ok {
 		return reject(CodeNotFound, "no partner link endpoint at this path")
 	}
@@ -383,7 +409,7 @@ func (h *Handler) handle(r *http.Request, rq *request, repl *caddy.Replacer) *re
 		return reject(CodeMethodNotAllowed, "partner links are sent with POST")
 	}
 
-	token, rej := h.readToken(r, endpoint)
+	token, rej := h.readToken(r, endpoint, &rq.bodyRead)
 	if rej != nil {
 		return rej
 	}
@@ -420,22 +446,32 @@ func (h *Handler) handle(r *http.Request, rq *request, repl *caddy.Replacer) *re
 	return nil
 }
 
-// splitPartnerPath splits "/partner/{name}/{endpoint}".
-func splitPartnerPath(p string) (name, endpoint string, ok bool) {
-	rest, ok := strings.CutPrefix(p, "/partner/")
+// splitPartnerPath splits the escaped path "/partner/{name}/{endpoint}". It works on the
+// escaped form because an encoded slash is data, not a delimiter (RFC 3986 §2.2): the
+// upstream routes on the escaped path, where "/partner%2Facme%2Furl" is one segment, so the
+// gateway must not read three. Each segment is unescaped on its own (so "%61cme" is
+// "acme"), and a segment that unescapes to something holding a slash is no name.
+func splitPartnerPath(escaped string) (name, endpoint string, ok bool) {
+	rest, ok := strings.CutPrefix(escaped, "/partner/")
 	if !ok {
 		return "", "", false
 	}
-	name, endpoint, ok = strings.Cut(rest, "/")
-	if !ok || name == "" || strings.Contains(endpoint, "/") {
+	rawName, rawEndpoint, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(rawEndpoint, "/") {
+		return "", "", false
+	}
+	name, err1 := url.PathUnescape(rawName)
+	endpoint, err2 := url.PathUnescape(rawEndpoint)
+	if err1 != nil || err2 != nil || name == "" || strings.Contains(name, "/") || strings.Contains(endpoint, "/") {
 		return "", "", false
 	}
 	return name, endpoint, true
 }
 
 // readToken reads the token from the body of an /url or /payload request, with the media
-// type, size and count rules of the endpoint.
-func (h *Handler) readToken(r *http.Request, endpoint string) ([]byte, *rejection) {
+// type, size and count rules of the endpoint. It sets *bodyRead once the body has been read
+// to its end.
+func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool) ([]byte, *rejection) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	want := "text/plain"
 	if endpoint == endpointPayload {
@@ -462,6 +498,7 @@ func (h *Handler) readToken(r *http.Request, endpoint string) ([]byte, *rejectio
 		}
 		return nil, &rejection{code: CodeBodyUnreadable, detail: "the request body could not be read", err: err}
 	}
+	*bodyRead = true
 
 	if endpoint == endpointURL {
 		tok := bytes.TrimSpace(body)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -496,15 +497,120 @@ func FuzzReadToken(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/partner/demo/"+endpoint, strings.NewReader(body))
 		r.URL.RawQuery = query
 		r.Header.Set("Content-Type", contentType)
-		tok, rej := h.readToken(r, endpoint)
+		var bodyRead bool
+		tok, rej := h.readToken(r, endpoint, &bodyRead)
 		if rej != nil {
 			if tok != nil || rej.code == "" {
 				t.Fatalf("readToken rejected with code %q and returned %q", rej.code, tok)
 			}
 			return
 		}
-		if len(tok) == 0 || len(tok) > 1024 || strings.TrimSpace(string(tok)) != string(tok) {
-			t.Fatalf("readToken(%q, %q) = %q", contentType, body, tok)
+		if len(tok) == 0 || len(tok) > 1024 || strings.TrimSpace(string(tok)) != string(tok) || !bodyRead {
+			t.Fatalf("readToken(%q, %q) = %q (body read: %v)", contentType, body, tok, bodyRead)
 		}
 	})
+}
+
+func TestSplitPartnerPath(t *testing.T) {
+	tests := []struct {
+		escaped        string
+		name, endpoint string
+		ok             bool
+	}{
+		{"/partner/acme/url", "acme", "url", true},
+		{"/partner/acme/payload", "acme", "payload", true},
+		{"/partner/%61cme/%75rl", "acme", "url", true}, // encoded unreserved letters are the letters
+		{"/partner/acme/other", "acme", "other", true}, // the caller tells endpoints apart
+		{"/partner%2Facme%2Furl", "", "", false},       // an encoded slash is data, not a delimiter
+		{"/partner/acme%2Furl", "", "", false},
+		{"/partner/beta%2F..%2Facme/url", "", "", false},
+		{"/partner/acme/url%2F", "", "", false},
+		{"/partner/acme/url/", "", "", false},
+		{"/partner//url", "", "", false},
+		{"/partner/acme", "", "", false},
+		{"/partner/%zz/url", "", "", false},
+		{"/PARTNER/acme/url", "", "", false},
+		{"/elsewhere", "", "", false},
+	}
+	for _, tt := range tests {
+		name, endpoint, ok := splitPartnerPath(tt.escaped)
+		if name != tt.name || endpoint != tt.endpoint || ok != tt.ok {
+			t.Errorf("splitPartnerPath(%q) = %q, %q, %v, want %q, %q, %v", tt.escaped, name, endpoint, ok, tt.name, tt.endpoint, tt.ok)
+		}
+	}
+}
+
+// deadlineRecorder is a ResponseRecorder whose connection takes read deadlines, as an
+// HTTP/1 connection does, and remembers the last one.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadline time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.deadline = t
+	return nil
+}
+
+// TestServeHTTPLeavesUnreadBody: a rejection that leaves the client's body unread gives
+// net/http's own drain of that body a short deadline, or closes the HTTP/1 connection where
+// nothing useful can come (a client waiting for 100 Continue, a body that failed), so the
+// answer never waits on a body the gateway will not use. A rejection after the whole body
+// was read changes neither.
+func TestServeHTTPLeavesUnreadBody(t *testing.T) {
+	f := newFixture(t, func(h *Handler) { h.MaxBodySize = 4096 })
+	valid := f.token(t, "RS256", harness.Token{})
+	declaredHuge := func() *http.Request {
+		r := urlRequest("demo", "")
+		r.ContentLength = 1 << 30
+		return r
+	}
+	expecting := declaredHuge()
+	expecting.Header.Set("Expect", "100-continue")
+	wrongType := urlRequest("demo", valid)
+	wrongType.Header.Set("Content-Type", "application/json")
+	broken := urlRequest("demo", "")
+	broken.Body = io.NopCloser(iotest.ErrReader(errors.New("connection reset")))
+	broken.ContentLength = -1
+	tests := []struct {
+		name  string
+		req   *http.Request
+		code  string
+		drain bool // a drain deadline is set
+		close bool // Connection: close
+	}{
+		{"declared too large", declaredHuge(), "body_too_large", true, false},
+		{"declared too large, expecting 100 Continue", expecting, "body_too_large", false, true},
+		{"found too large", urlRequest("demo", strings.Repeat("a", 5000)), "body_too_large", true, false},
+		{"wrong type, body unread", wrongType, "unsupported_media_type", true, false},
+		{"body unreadable", broken, "body_unreadable", false, true},
+		{"malformed token, body read", urlRequest("demo", "not a token"), "token_malformed", false, false},
+		{"no body", httptest.NewRequest(http.MethodGet, "/partner/demo/url", nil), "method_not_allowed", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repl := caddy.NewReplacer()
+			r := tt.req.WithContext(context.WithValue(tt.req.Context(), caddy.ReplacerCtxKey, repl))
+			w := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+			next := &recorder{}
+			start := time.Now()
+			_ = f.h.ServeHTTP(w, r, next)
+			if next.called {
+				t.Fatal("the next handler ran for a rejected request")
+			}
+			if got := decodeProblem(t, w.ResponseRecorder).Code; got != tt.code {
+				t.Fatalf("code = %q, want %q", got, tt.code)
+			}
+			if got := w.Header().Get("Connection") == "close"; got != tt.close {
+				t.Errorf("Connection: close set = %v, want %v", got, tt.close)
+			}
+			drain := !w.deadline.IsZero()
+			if drain != tt.drain {
+				t.Fatalf("read deadline after the answer = %v, want one set: %v", w.deadline, tt.drain)
+			}
+			if drain && w.deadline.After(start.Add(drainTimeout+time.Second)) {
+				t.Errorf("drain deadline %v after the request, want at most %v", w.deadline.Sub(start), drainTimeout)
+			}
+		})
+	}
 }
