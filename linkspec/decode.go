@@ -2,6 +2,7 @@ package linkspec
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,35 +17,132 @@ const MaxClaimsDepth = 16
 // ErrClaimsDepth reports a claim set nested deeper than MaxClaimsDepth.
 var ErrClaimsDepth = errors.New("claims nested too deeply")
 
+// ReservedClaims are the registered claims a link token carries next to the payload
+// (spec: Authentication): no payload field may be named like them.
+var ReservedClaims = []string{"iss", "aud", "nbf", "exp", "iat", "nonce"}
+
+// ErrNearName reports a member whose name differs from a defined claim or field only in
+// case, by Unicode folding or by '-' and '_' ("EMPLOYEEID", "employee_id", "contact.ID").
+var ErrNearName = errors.New("a member name differs from a defined one only in case or punctuation")
+
 // DecodePayload reads the payload fields from a claim set (the JSON of a token's payload
-// segment), strictly: invalid UTF-8, a member name that occurs twice, also when two names
-// differ only in case or by Unicode folding ("employeeId", "EMPLOYEEID"), a payload field of
-// the wrong JSON type, and nesting deeper than MaxClaimsDepth are errors. Case-insensitive
-// duplicates are refused because parsers disagree on which one wins: Go's encoding/json
-// takes the last case-insensitive match, others the exact one, so a claim set that is one
-// identity to the gateway could be another to an upstream. Other claims are allowed and
-// ignored.
+// segment), strictly: invalid UTF-8, a member name that occurs twice, a payload field of the
+// wrong JSON type, nesting deeper than MaxClaimsDepth, and a member whose name differs from
+// a defined claim or field only in case or punctuation (CheckMemberNames) are errors.
+// Names match exactly. Near names are refused because parsers disagree on them: Go's
+// encoding/json matches "EMPLOYEEID" to employeeId (the last case-insensitive match wins),
+// others take only the exact name, so a claim set that is one identity to the gateway could
+// be another to an upstream. Other claims are allowed and kept in Extra.
 //
 // The gateway and the app service both read claims with the rules of this function.
 func DecodePayload(data []byte) (*Payload, error) {
 	if err := CheckClaimsDepth(data); err != nil {
 		return nil, err
 	}
-	var p Payload
-	if err := json.Unmarshal(data, &p, StrictClaims()); err != nil {
+	var c Claims
+	if err := json.Unmarshal(data, &c, StrictClaims()); err != nil {
 		return nil, err
 	}
-	return &p, nil
+	if err := c.Check(ReservedClaims...); err != nil {
+		return nil, err
+	}
+	return c.Decoded(), nil
+}
+
+// Claims is a claim set as DecodePayload reads it: the payload fields, and the members the
+// tables do not define, so that Check can tell a near name. A decoder of a larger claim set
+// embeds it with `json:",inline"`; it must be decoded with StrictClaims, and its payload
+// read with Decoded.
+type Claims struct {
+	Payload `json:",inline"`
+	// Contact shadows Payload.Contact, to see the contact's extra members too; Decoded
+	// links the two.
+	Contact *ClaimsContact `json:"contact,omitempty"`
+	// Extra holds the members named nowhere above (registered claims such as iss among
+	// them, when the embedding struct does not define them), as signed.
+	Extra map[string]jsontext.Value `json:",unknown"`
+}
+
+// ClaimsContact is the contact object of Claims.
+type ClaimsContact struct {
+	Contact `json:",inline"`
+	Extra   map[string]jsontext.Value `json:",unknown"`
+}
+
+// Decoded returns the decoded payload; it shares memory with c.
+func (c *Claims) Decoded() *Payload {
+	p := &c.Payload
+	if c.Contact != nil {
+		p.Contact = &c.Contact.Contact
+	}
+	return p
+}
+
+// Check returns a *NameError wrapping ErrNearName when an extra member is named like a
+// defined field, or at the top level like one of reserved, but for case or punctuation. A
+// claim set without extra members costs nothing.
+func (c *Claims) Check(reserved ...string) error {
+	for name := range c.Extra {
+		if f, ok := nearName(name, topLevelNames, reserved); ok {
+			return &NameError{Field: f}
+		}
+	}
+	if c.Contact != nil {
+		for name := range c.Contact.Extra {
+			if f, ok := nearName(name, contactNames, nil); ok {
+				return &NameError{Field: "contact." + f}
+			}
+		}
+	}
+	return nil
 }
 
 // StrictClaims returns the go-json-experiment options of DecodePayload, for decoders of a
-// claim set that embed Payload in a larger struct.
+// claim set that embed Payload in a larger struct: exact names, no duplicates, valid UTF-8.
 func StrictClaims() json.Options {
 	return json.JoinOptions(
-		json.MatchCaseInsensitiveNames(true),
 		jsontext.AllowDuplicateNames(false),
 		jsontext.AllowInvalidUTF8(false),
 	)
+}
+
+// NameError names the defined field or claim that a member's name comes near; the member's
+// own name is partner text and is not repeated.
+type NameError struct {
+	Field string
+}
+
+func (e *NameError) Error() string { return e.Field + ": " + ErrNearName.Error() }
+
+func (e *NameError) Unwrap() error { return ErrNearName }
+
+// The JSON names of the payload's fields, for CheckMemberNames.
+var topLevelNames, contactNames = func() (top, contact []string) {
+	for _, f := range Fields {
+		if name, ok := strings.CutPrefix(f.Path, "contact."); ok {
+			contact = append(contact, name)
+		} else {
+			top = append(top, f.Path)
+		}
+	}
+	return append(top, "contact"), contact
+}()
+
+// nearName reports the defined name that name comes near: equal ignoring case (with
+// Unicode simple folding, so "ſ" is "s") and every '-' and '_', yet not equal.
+func nearName(name string, defined, reserved []string) (string, bool) {
+	folded := name
+	if strings.ContainsAny(name, "-_") {
+		folded = strings.NewReplacer("-", "", "_", "").Replace(name)
+	}
+	for _, list := range [][]string{defined, reserved} {
+		for _, d := range list {
+			if strings.EqualFold(folded, d) && name != d {
+				return d, true
+			}
+		}
+	}
+	return "", false
 }
 
 // CheckClaimsDepth returns ErrClaimsDepth when data nests deeper than MaxClaimsDepth. It

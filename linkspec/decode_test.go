@@ -1,8 +1,11 @@
 package linkspec
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json"
 )
 
 func TestDecodePayload(t *testing.T) {
@@ -17,7 +20,12 @@ func TestDecodePayload(t *testing.T) {
 		{"case variant duplicate", `{"employeeId":"e1","EMPLOYEEID":"admin"}`, true, ""},
 		{"case variant duplicate in contact", `{"contact":{"id":"c1","ID":"c2"}}`, true, ""},
 		{"unicode fold variant", `{"employeeUsername":"a","employeeUſername":"b"}`, true, ""},
-		{"case variant alone is read", `{"EmployeeId":"e1"}`, false, "e1"},
+		{"case variant alone", `{"EmployeeId":"e1"}`, true, ""},
+		{"delimiter variant alone", `{"employee_id":"e1"}`, true, ""},
+		{"dash variant in contact", `{"contact":{"first-name":"A"}}`, true, ""},
+		{"case variant of a registered claim", `{"employeeId":"e1","Nonce":"n"}`, true, ""},
+		{"delimiter variant of a registered claim", `{"employeeId":"e1","e_x_p":1}`, true, ""},
+		{"unrelated extra names", `{"employeeId":"e1","employeeIdentifier":"x","contact":{"id":"c","idType":"y"}}`, false, "e1"},
 		{"wrong type", `{"contact":"c1"}`, true, ""},
 		{"number for a string", `{"employeeId":7}`, true, ""},
 		{"invalid UTF-8", "{\"employeeId\":\"e\xff\"}", true, ""},
@@ -35,5 +43,36 @@ func TestDecodePayload(t *testing.T) {
 				t.Errorf("DecodePayload(%q).EmployeeID = %q, want %q", tt.json, p.EmployeeID, tt.emp)
 			}
 		})
+	}
+}
+
+func TestClaimsKeepExtraMembers(t *testing.T) {
+	var c Claims
+	data := []byte(`{"employeeId":"e1","iss":"x","team":{"a":1},"contact":{"id":"c","shoeSize":42}}`)
+	if err := json.Unmarshal(data, &c, StrictClaims()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(ReservedClaims...); err != nil {
+		t.Fatalf("Check() = %v, want nil", err)
+	}
+	if got, want := string(c.Extra["team"]), `{"a":1}`; got != want {
+		t.Errorf("Extra[team] = %s, want %s", got, want)
+	}
+	if _, ok := c.Extra["iss"]; !ok {
+		t.Errorf("Extra = %v, want the registered claim iss in it", c.Extra)
+	}
+	if got, want := string(c.Contact.Extra["shoeSize"]), "42"; got != want {
+		t.Errorf("Contact.Extra[shoeSize] = %s, want %s", got, want)
+	}
+	if p := c.Decoded(); p.EmployeeID != "e1" || p.Contact == nil || p.Contact.ID != "c" {
+		t.Errorf("Decoded() = %+v, want employeeId e1 and contact c", p)
+	}
+}
+
+func TestCheckMemberNamesNamesTheField(t *testing.T) {
+	_, err := DecodePayload([]byte(`{"contact":{"ID":"c"}}`))
+	var ne *NameError
+	if !errors.As(err, &ne) || ne.Field != "contact.id" || !errors.Is(err, ErrNearName) {
+		t.Fatalf("DecodePayload(contact.ID) error = %v, want a NameError for contact.id", err)
 	}
 }

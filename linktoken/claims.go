@@ -13,8 +13,9 @@ import (
 )
 
 // claims is the JWT claims set, decoded in one pass: the registered claims the rules read
-// and the link payload beside them (linkspec.Payload: its fields are top-level claims).
-// Claims named nowhere here are allowed and skipped; they stay in Token.Claims.
+// and the link payload beside them (linkspec.Claims: its fields are top-level claims).
+// Claims named nowhere here are allowed (kept in Extra only for the near-name rule); the
+// upstream gets them all in Token.Claims.
 type claims struct {
 	Issuer    string      `json:"iss"`
 	Audience  audience    `json:"aud"`
@@ -23,7 +24,7 @@ type claims struct {
 	IssuedAt  numericDate `json:"iat"`
 	Nonce     string      `json:"nonce"`
 
-	linkspec.Payload `json:",inline"`
+	linkspec.Claims `json:",inline"`
 }
 
 // registeredClaims are the claims whose wrong JSON type is claims_invalid; nonce has its
@@ -31,7 +32,8 @@ type claims struct {
 var registeredClaims = map[string]bool{"iss": true, "aud": true, "nbf": true, "exp": true, "iat": true}
 
 // maxNumericDate is 9999-12-31T23:59:59Z: later times are no real token's, and the bound
-// keeps every sum and difference of two dates far from int64 overflow.
+// keeps every sum and difference of two dates, in seconds, far from int64 overflow (not in
+// nanoseconds: compare them as seconds, never as a time.Duration).
 const maxNumericDate = 253402300799
 
 // numericDate is a NumericDate (RFC 7519 §2) written as a non-negative JSON integer.
@@ -134,10 +136,15 @@ func decodeClaims(data []byte, c *claims) error {
 	if err := linkspec.CheckClaimsDepth(data); err != nil {
 		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are nested too deeply", Err: err}
 	}
-	// linkspec's rules, shared with the app service: names that differ only in case or by
-	// Unicode folding count as duplicates, since parsers disagree on which one wins.
+	// linkspec's rules, shared with the app service: exact names, and no extra member
+	// named like a defined one but for case or punctuation, since parsers disagree on
+	// which one is meant.
 	err := json.Unmarshal(data, c, linkspec.StrictClaims())
 	if err == nil {
+		if err := c.Check(linkspec.ReservedClaims...); err != nil {
+			return &Error{Code: CodeClaimsInvalid, Detail: "a claim is named like a defined claim but for case or punctuation", Err: err}
+		}
+		c.Decoded()
 		return nil
 	}
 	if errors.Is(err, jsontext.ErrDuplicateName) {
@@ -210,7 +217,9 @@ func checkTimesPresent(c *claims) error {
 // after nbf. The leeway never widens it: it is a bound on what the partner signed, not on
 // the clocks.
 func (v *Verifier) checkLifetime(c *claims) error {
-	if time.Duration(c.Expiry.v-c.NotBefore.v)*time.Second > v.rules.MaxLifetime {
+	// In whole seconds: the difference of two NumericDates fits an int64, but in
+	// nanoseconds (time.Duration) it can wrap around to a negative value and pass.
+	if c.Expiry.v-c.NotBefore.v > int64(v.rules.MaxLifetime/time.Second) {
 		return &Error{Code: CodeLifetimeTooLong, Detail: "exp is further after nbf than the partner's maximum lifetime"}
 	}
 	return nil

@@ -460,6 +460,9 @@ func TestVerifyClaims(t *testing.T) {
 	with := func(f func(c map[string]any)) func(tb testing.TB) string {
 		return func(tb testing.TB) string { return tokenOf(tb, ES256, "ec-1", withClaims(f)) }
 	}
+	rename := func(from, to string) func(tb testing.TB) string {
+		return with(func(c map[string]any) { c[to] = c[from]; delete(c, from) })
+	}
 	nbf := testNow.Unix()
 	leeway := DefaultLeeway
 	runRejects(t, []rejectCase{
@@ -484,6 +487,12 @@ func TestVerifyClaims(t *testing.T) {
 		{name: "case variant duplicate employeeId", token: member("employeeId", `"emp-1","EMPLOYEEID":"emp-admin"`), want: CodeClaimsInvalid},
 		{name: "case variant duplicate in contact", token: member("contact", `{"id":"c","ID":"c2","firstname":"A","lastname":"L"}`), want: CodeClaimsInvalid},
 		{name: "unicode fold duplicate", token: member("employeeUsername", "\"a\",\"employeeUſername\":\"b\""), want: CodeClaimsInvalid},
+		{name: "case variant alone", token: rename("employeeId", "EmployeeId"), want: CodeClaimsInvalid},
+		{name: "delimiter variant alone", token: rename("employeeId", "employee_id"), want: CodeClaimsInvalid},
+		{name: "unicode fold variant alone", token: rename("employeeUsername", "employeeUſername"), want: CodeClaimsInvalid},
+		{name: "case variant of nonce", token: rename("nonce", "Nonce"), want: CodeClaimsInvalid},
+		{name: "case variant of exp next to exp", token: member("exp", big.NewInt(nbf+300).String()+`,"EXP":1`), want: CodeClaimsInvalid},
+		{name: "case variant in contact alone", token: member("contact", `{"ID":"c","firstname":"A","lastname":"L"}`), want: CodeClaimsInvalid},
 		{name: "extra claim nested too deeply", token: member("x", strings.Repeat("[", 20)+strings.Repeat("]", 20)), want: CodeClaimsInvalid},
 		{name: "exp as string", token: member("exp", `"`+big.NewInt(nbf+300).String()+`"`), want: CodeClaimsInvalid},
 		{name: "exp null", token: member("exp", `null`), want: CodeClaimsInvalid},
@@ -519,6 +528,9 @@ func TestVerifyClaims(t *testing.T) {
 		{name: "exp missing", token: with(func(c map[string]any) { delete(c, "exp") }), want: CodeClaimsInvalid},
 		{name: "lifetime 301s", token: with(func(c map[string]any) { c["exp"] = nbf + 301 }), want: CodeLifetimeTooLong},
 		{name: "lifetime one day", token: with(func(c map[string]any) { c["exp"] = nbf + 86400 }), want: CodeLifetimeTooLong},
+		// In nanoseconds these differences wrap around int64 to a negative duration.
+		{name: "lifetime 1e10 s", token: with(func(c map[string]any) { c["exp"] = nbf + 1e10 }), want: CodeLifetimeTooLong},
+		{name: "lifetime to year 9999", token: with(func(c map[string]any) { c["exp"] = int64(253402300799) }), want: CodeLifetimeTooLong},
 		{name: "lifetime over a shorter partner maximum", rules: Rules{MaxLifetime: time.Minute},
 			token: with(func(c map[string]any) { c["exp"] = nbf + 61 }), want: CodeLifetimeTooLong},
 		{name: "lifetime 301s with leeway inside", now: testNow.Add(time.Second),

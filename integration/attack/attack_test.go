@@ -676,6 +676,16 @@ func catalogue() []attackCase {
 			c["employeeUsername"] = "ada"
 			return e.tokenRaw(t, "acme-rs", mustJSON(t, header("RS256", "acme-rs")), appendMembers(mustJSON(t, c), "\"employeeUſername\":\"admin\""))
 		}), status: http.StatusBadRequest, code: codeClaimsInvalid},
+		// A lone near name: the gateway would forward no employeeId header while a
+		// case-insensitive parser of X-Partner-Claims reads one.
+		attackCase{name: "json/case variant alone EmployeeId", build: withToken(func(t *testing.T, e *env) string {
+			c := strings.Replace(string(e.validClaims(t, "acme")), `"employeeId":`, `"EmployeeId":`, 1)
+			return e.tokenRaw(t, "acme-rs", mustJSON(t, header("RS256", "acme-rs")), []byte(c))
+		}), status: http.StatusBadRequest, code: codeClaimsInvalid},
+		attackCase{name: "json/delimiter variant alone employee_id", build: withToken(func(t *testing.T, e *env) string {
+			c := strings.Replace(string(e.validClaims(t, "acme")), `"employeeId":`, `"employee_id":`, 1)
+			return e.tokenRaw(t, "acme-rs", mustJSON(t, header("RS256", "acme-rs")), []byte(c))
+		}), status: http.StatusBadRequest, code: codeClaimsInvalid},
 		attackCase{name: "json/claims not an object", build: withToken(func(t *testing.T, e *env) string {
 			return e.tokenRaw(t, "acme-rs", mustJSON(t, header("RS256", "acme-rs")), []byte(`["iss"]`))
 		}), status: http.StatusBadRequest, code: codeClaimsInvalid},
@@ -771,6 +781,8 @@ func catalogue() []attackCase {
 		claimCase("lifetime/exp-nbf 300s accepted", at(-10, 290, int64(-10)), statusAccepted, ""),
 		claimCase("lifetime/exp-nbf 301s", at(-10, 291, int64(-10)), http.StatusBadRequest, codeLifetimeTooLong),
 		claimCase("lifetime/exp-nbf 1 day", at(-10, 86400, int64(-10)), http.StatusBadRequest, codeLifetimeTooLong),
+		// 1e10 s is a negative time.Duration once multiplied into nanoseconds.
+		claimCase("lifetime/exp-nbf 1e10 s (duration overflow)", at(-10, 1e10, int64(-10)), http.StatusBadRequest, codeLifetimeTooLong),
 		claimCase("lifetime/exp before nbf", at(-10, -20, int64(-10)), http.StatusBadRequest, codeClaimsInvalid),
 		claimCase("lifetime/no iat accepted", at(-10, 200, nil), statusAccepted, ""),
 		claimCase("lifetime/iat 1s before nbf", at(-10, 200, int64(-11)), http.StatusBadRequest, codeClaimsInvalid),
