@@ -66,17 +66,20 @@ func (h *Handler) forward(r *http.Request, rq *request, repl *caddy.Replacer) {
 
 	// The token must not travel further: the upstream gets a POST to the same path with an
 	// empty body and no query string (nothing the client put in the URL reaches the app
-	// service unverified). The headers that described the body go with it.
+	// service unverified). The headers that described the body go with it, and so do the
+	// client's announced trailers: they would follow a body that is no longer sent.
 	r.URL.RawQuery = ""
 	r.URL.ForceQuery = false
 	r.Body = http.NoBody
 	r.ContentLength = 0
 	r.TransferEncoding = nil
+	r.Trailer = nil
 	r.Header.Del("Content-Type")
 	r.Header.Del("Content-Length")
 	r.Header.Del("Content-Encoding")
 	r.Header.Del("Transfer-Encoding")
 	r.Header.Del("Expect")
+	r.Header.Del("Trailer")
 }
 
 // stripPrefixed deletes every header whose name starts with prefix, ignoring case and

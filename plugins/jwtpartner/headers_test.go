@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/integration/harness"
 )
 
 func TestStripPrefixed(t *testing.T) {
@@ -98,6 +100,35 @@ func TestStripConnectionTokens(t *testing.T) {
 		stripConnectionTokens(h, "X-Partner-")
 		if got := h.Values("Connection"); strings.Join(got, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("stripConnectionTokens(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestForwardDropsBodyFraming: the forwarded request has no body, so nothing that framed
+// the client's body may go with it, trailers included (a proxy would wait for or forward
+// trailers of a body it no longer sends).
+func TestForwardDropsBodyFraming(t *testing.T) {
+	f := newFixture(t, nil)
+	r := urlRequest("demo", f.token(t, "ES256", harness.Token{}))
+	r.TransferEncoding = []string{"chunked"}
+	r.ContentLength = -1
+	r.Header.Set("Trailer", "X-Checksum")
+	r.Header.Set("Content-Encoding", "identity")
+	r.Header.Set("Expect", "100-continue")
+	r.Trailer = http.Header{"X-Checksum": nil}
+	_, next, _, err := f.serve(r)
+	if err != nil || !next.called {
+		t.Fatalf("ServeHTTP = %v, next called %v", err, next.called)
+	}
+	if next.trailer != nil {
+		t.Errorf("upstream Trailer = %q, want none", next.trailer)
+	}
+	if next.length != 0 {
+		t.Errorf("upstream ContentLength = %d, want 0", next.length)
+	}
+	for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding", "Expect", "Trailer"} {
+		if v := next.header.Get(h); v != "" {
+			t.Errorf("upstream %s = %q, want none", h, v)
 		}
 	}
 }

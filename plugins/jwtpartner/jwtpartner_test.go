@@ -56,18 +56,20 @@ func (s *fakeStore) Claim(_ context.Context, e nonce.Entry) (bool, error) {
 
 // recorder is the next handler: it records the request it was given.
 type recorder struct {
-	called bool
-	method string
-	path   string
-	query  string
-	header http.Header
-	body   []byte
-	length int64
+	called  bool
+	method  string
+	path    string
+	query   string
+	header  http.Header
+	trailer http.Header
+	body    []byte
+	length  int64
 }
 
 func (n *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 	n.called = true
 	n.method, n.path, n.query, n.header, n.length = r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), r.ContentLength
+	n.trailer = r.Trailer
 	n.body, _ = io.ReadAll(r.Body)
 	w.WriteHeader(http.StatusOK)
 	return nil
