@@ -993,6 +993,24 @@ func catalogue() []attackCase {
 			tk := e.token(t, "acme-rs", nil)
 			return request{rawQuery: "token=" + url.QueryEscape(tk), token: tk}
 		}, status: http.StatusBadRequest, code: codeTokenInQuery},
+		attackCase{
+			// Go's url.ParseQuery drops every pair that holds a ';', so a check through
+			// URL.Query() would not see this token; other stacks split on ';'.
+			name: "form/payload after semicolon in query", endpoint: "payload",
+			build: func(t *testing.T, e *env) request {
+				tk := e.token(t, "acme-rs", nil)
+				return request{rawQuery: "a;payload=" + url.QueryEscape(tk), token: tk}
+			},
+			status: http.StatusBadRequest, code: codeTokenInQuery,
+		},
+		attackCase{name: "form/upper-case PAYLOAD in query", endpoint: "payload", build: func(t *testing.T, e *env) request {
+			tk := e.token(t, "acme-rs", nil)
+			return request{rawQuery: "PAYLOAD=" + url.QueryEscape(tk), token: tk}
+		}, status: http.StatusBadRequest, code: codeTokenInQuery},
+		attackCase{name: "form/percent-encoded token name in query", build: func(t *testing.T, e *env) request {
+			tk := e.token(t, "acme-rs", nil)
+			return request{rawQuery: "utm=1&%54oken=" + url.QueryEscape(tk), token: tk}
+		}, status: http.StatusBadRequest, code: codeTokenInQuery},
 		attackCase{name: "form/other query not forwarded", build: func(t *testing.T, e *env) request {
 			return request{rawQuery: "employeeId=emp-admin&kind=go", token: e.token(t, "acme-rs", nil)}
 		}, status: statusAccepted},

@@ -482,7 +482,7 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool) ([
 	}
 	// A token in the URL ends up in access logs, browser history and Referer headers: it
 	// is refused on both endpoints, so a partner finds the mistake on its first try.
-	if q := r.URL.Query(); q.Has("payload") || q.Has("token") {
+	if tokenInQuery(r.URL.RawQuery) {
 		return nil, reject(CodeTokenInQuery, "the token belongs in the request body, never in the URL")
 	}
 
@@ -519,6 +519,31 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool) ([
 		return nil, reject(CodeTokenMissing, "the form must carry one payload field holding the token")
 	}
 	return []byte(strings.TrimSpace(vals[0])), nil
+}
+
+// tokenInQuery reports whether the raw query has a parameter named payload or token, in
+// any case and percent-encoded or not. It reads the query itself rather than through
+// url.ParseQuery, which silently drops every pair that holds a ';' (so "?a;payload=…" would
+// pass) and compares names exactly (so "?PAYLOAD=…" would): many other stacks split on ';'
+// or fold case, and a token in the URL is in the access log whichever way it is read.
+func tokenInQuery(rawQuery string) bool {
+	for rawQuery != "" {
+		var pair string
+		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
+			pair, rawQuery = rawQuery[:i], rawQuery[i+1:]
+		} else {
+			pair, rawQuery = rawQuery, ""
+		}
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		name = strings.TrimSpace(name)
+		if strings.EqualFold(name, "payload") || strings.EqualFold(name, "token") {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyCharset reports whether params has no parameter other than charset; the token is

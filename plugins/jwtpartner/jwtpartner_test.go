@@ -362,6 +362,21 @@ func TestServeHTTPRejections(t *testing.T) {
 			r.URL.RawQuery = "token=" + valid()
 			return r
 		}, 400, "token_in_query"},
+		{"payload after a semicolon in query", func() *http.Request {
+			r := payloadRequest("demo", "payload="+valid())
+			r.URL.RawQuery = "a;payload=x"
+			return r
+		}, 400, "token_in_query"},
+		{"upper-case PAYLOAD in query", func() *http.Request {
+			r := payloadRequest("demo", "payload="+valid())
+			r.URL.RawQuery = "PAYLOAD=x"
+			return r
+		}, 400, "token_in_query"},
+		{"percent-encoded token name in query of url", func() *http.Request {
+			r := urlRequest("demo", valid())
+			r.URL.RawQuery = "utm=1&%74oken=x"
+			return r
+		}, 400, "token_in_query"},
 		{"text type on payload", func() *http.Request {
 			r := payloadRequest("demo", "payload="+valid())
 			r.Header.Set("Content-Type", "text/plain")
@@ -614,5 +629,39 @@ func TestServeHTTPLeavesUnreadBody(t *testing.T) {
 				t.Errorf("drain deadline %v after the request, want at most %v", w.deadline.Sub(start), drainTimeout)
 			}
 		})
+	}
+}
+
+func TestTokenInQuery(t *testing.T) {
+	tests := []struct {
+		query string
+		want  bool
+	}{
+		{"", false},
+		{"utm_source=partner", false},
+		{"payload=x", true},
+		{"token=x", true},
+		{"payload", true},
+		{"payload=", true},
+		{"a=1&payload=x", true},
+		{"a;payload=x", true}, // url.ParseQuery drops the whole pair
+		{"a=1;token=x", true}, // likewise
+		{"PAYLOAD=x", true},   // url.Values.Has compares exactly
+		{"Token=x", true},
+		{"%70ayload=x", true}, // percent-encoded name
+		{"%50AYLOAD=x", true}, // encoded and upper case
+		{"payload+=x", true},  // '+' is a space in a form name
+		{"%20token%20=x", true},
+		{"pay%zzload=x", false}, // a bad escape is compared as written
+		{"payloads=x", false},
+		{"x=payload", false},
+		{"mytoken=x&tokens=y", false},
+		{"a=payload%3Dx", false},
+		{"&&;;", false},
+	}
+	for _, tt := range tests {
+		if got := tokenInQuery(tt.query); got != tt.want {
+			t.Errorf("tokenInQuery(%q) = %v, want %v", tt.query, got, tt.want)
+		}
 	}
 }
