@@ -114,8 +114,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			n, err := humanize.ParseBytes(s)
-			if err != nil || n == 0 || n > 1<<30 {
-				return d.Errf("max_body_size %q: want a size such as 16KiB", s)
+			if err != nil || n == 0 {
+				return d.Errf("max_body_size %q: want a size such as 8KiB", s)
+			}
+			if n > linktoken.MaxTokenLength {
+				return d.Errf("max_body_size %q: %s", s, maxBodySizeLimit)
 			}
 			h.MaxBodySize = int64(n)
 		case "read_timeout":

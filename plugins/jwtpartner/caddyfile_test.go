@@ -81,6 +81,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "bad nonce length", input: "jwt_partner {\npartner demo {\nnonce_min_length x\n}\n}", err: `nonce_min_length "x"`},
 		{name: "bad read timeout", input: "jwt_partner {\n" + partner + "\nread_timeout 0s\n}", err: `read_timeout "0s"`},
 		{name: "bad body size", input: "jwt_partner {\n" + partner + "\nmax_body_size lots\n}", err: `max_body_size "lots"`},
+		{name: "zero body size", input: "jwt_partner {\n" + partner + "\nmax_body_size 0\n}", err: `max_body_size "0": want a size`},
+		{name: "body size over the token limit", input: "jwt_partner {\n" + partner + "\nmax_body_size 32KiB\n}", err: `max_body_size "32KiB": at most 16384 bytes`},
 		{name: "bad header prefix", input: "jwt_partner {\n" + partner + "\nheader_prefix X:Bad\n}", err: "header_prefix"},
 		{name: "bad errors mode", input: "jwt_partner {\n" + partner + "\nerrors silent\n}", err: `errors "silent"`},
 		{name: "unknown nonce store", input: "jwt_partner {\n" + partner + "\nnonce_store tape\n}", err: "tape"},

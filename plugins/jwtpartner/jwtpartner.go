@@ -34,9 +34,11 @@ func init() {
 
 // Defaults of the handler's configuration.
 const (
-	// DefaultMaxBodySize is the largest request body read, in bytes. A token with every
-	// payload field at its length bound stays far below it.
-	DefaultMaxBodySize = 16 << 10
+	// DefaultMaxBodySize is the largest request body read, in bytes, and the most
+	// max_body_size may be: the longest token the verifier reads (linktoken.MaxTokenLength),
+	// so that no body is read only for its token to be refused. A token with every payload
+	// field at its length bound stays far below it.
+	DefaultMaxBodySize = linktoken.MaxTokenLength
 
 	// DefaultReadTimeout is the default ReadTimeout.
 	DefaultReadTimeout = 10 * time.Second
@@ -105,7 +107,8 @@ type Handler struct {
 	MaxLifetime caddy.Duration `json:"max_lifetime,omitempty"`
 
 	// MaxBodySize is the largest request body accepted, in bytes; a larger one is answered
-	// 413. Default 16384 (16 KiB).
+	// 413. Default and maximum 16384 (16 KiB), the longest token the verifier reads: it can
+	// be lowered, not raised.
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
 
 	// ReadTimeout bounds the time from the start of the request to the last byte of its
@@ -268,6 +271,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
+// maxBodySizeLimit says why max_body_size cannot be raised.
+var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
+
 // Validate checks the configuration after Provision.
 func (h *Handler) Validate() error {
 	if len(h.Partners) == 0 {
@@ -280,6 +286,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.MaxBodySize < 0 {
 		return fmt.Errorf("max_body_size %d: must be positive", h.MaxBodySize)
+	}
+	if h.MaxBodySize > linktoken.MaxTokenLength {
+		return fmt.Errorf("max_body_size %d: %s", h.MaxBodySize, maxBodySizeLimit)
 	}
 	if h.Errors != ErrorsRespond && h.Errors != ErrorsHandle {
 		return fmt.Errorf("errors %q: want %q or %q", h.Errors, ErrorsRespond, ErrorsHandle)

@@ -41,6 +41,7 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		{"short secret", func(h *Handler) { h.UpstreamSecret = "short" }, "upstream_secret: shorter than 32 bytes"},
 		{"unset secret variable", func(h *Handler) { h.UpstreamSecret = "{env.PARTNERGATE_TEST_UNSET_SECRET}" }, "upstream_secret"},
 		{"negative body size", func(h *Handler) { h.MaxBodySize = -1 }, "max_body_size"},
+		{"body size over the token limit", func(h *Handler) { h.MaxBodySize = 16<<10 + 1 }, "max_body_size 16385: at most 16384 bytes (16 KiB), the longest token the verifier reads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
