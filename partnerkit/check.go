@@ -3,17 +3,19 @@ package partnerkit
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/partnergate/partnergate/linkspec"
@@ -61,6 +63,11 @@ const CodeKeySetRefused = linktoken.CodeKeysUnavailable
 // Check explains, rule by rule, why the gateway would accept or reject token for a partner
 // with the given rules and published key set (jwks.json), at time now. It cannot see the
 // gateway's nonce store: a token it accepts may still be refused as replayed.
+//
+// The token is trimmed of surrounding white space first, as the gateway's endpoints do. A
+// key set the gateway refuses is reported in KeySetError and treated as the gateway treats
+// a partner whose key set could not be loaded: a token that gets as far as the key lookup
+// is refused with keys_unavailable.
 func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules, now time.Time) *Report {
 	token = strings.TrimSpace(token)
 	r := &Report{}
@@ -69,17 +76,14 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 		r.Detail = "the rules are not valid: " + err.Error()
 		return r
 	}
-	rules = v.Rules()
-	ex := explainer{rules: rules, now: now, report: r}
-	ex.run(token, jwks)
-
 	set, err := linktoken.ParseKeySet(jwks)
 	if err != nil {
 		r.KeySetError = err.Error()
-		r.Code = CodeKeySetRefused
-		r.Detail = "the gateway refuses this key set: " + err.Error()
-		return r
+		set = nil // a nil set answers keys_unavailable, as an unloaded set at the gateway
 	}
+	ex := explainer{rules: v.Rules(), now: now, report: r, set: set}
+	ex.run(token)
+
 	tok, err := v.Verify(ctx, []byte(token), set)
 	if err != nil {
 		var le *linktoken.Error
@@ -88,6 +92,9 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 		} else {
 			r.Detail = err.Error()
 		}
+		if r.Code == CodeKeySetRefused && r.KeySetError != "" {
+			r.Detail = "the gateway refuses this key set: " + r.KeySetError
+		}
 		return r
 	}
 	r.Accepted = true
@@ -95,11 +102,16 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 	return r
 }
 
+// explainer walks the rules in the gateway's order. It mirrors linktoken's rules, decoding
+// the token the same way (strict base64url, go-json-experiment with duplicate names and
+// invalid UTF-8 refused, linkspec's claim rules), so that its first failing step is the
+// rule the verifier stopped at; the table shared with linktoken's tests holds it to that.
 type explainer struct {
 	rules  linktoken.Rules
 	now    time.Time
+	set    *linktoken.KeySet // nil when the gateway refuses the key set
 	report *Report
-	broken bool // a framing failure: later steps have nothing to read
+	broken bool // an earlier failure left the later steps nothing to read
 }
 
 func (e *explainer) step(rule string, code linktoken.Code, ok bool, detail string) bool {
@@ -113,176 +125,368 @@ func (e *explainer) step(rule string, code linktoken.Code, ok bool, detail strin
 	return ok && !e.broken
 }
 
-func (e *explainer) skip(rule string, code linktoken.Code) {
-	e.report.Steps = append(e.report.Steps, Step{Rule: rule, Code: code, Outcome: NotChecked})
-}
-
-// run walks the rules of DESIGN.md ("One request through the gateway", step 2 and 3) in
-// order. It reads the token with jwx; it never decides the verdict.
-func (e *explainer) run(token string, jwks []byte) {
-	msg, err := jws.Parse([]byte(token), jws.WithCompact())
-	framed := err == nil && strings.Count(token, ".") == 2 && len(msg.Signatures()) == 1
-	detail := ""
-	if !framed {
-		detail = "not three base64url segments of a compact JWS"
-		if err != nil {
-			detail += ": " + err.Error()
-		}
-	}
-	e.step("the token is a compact JWS (header.payload.signature)", linktoken.CodeTokenMalformed, framed, detail)
-	if !framed {
+// must is step for a rule whose failure leaves the later steps nothing to read.
+func (e *explainer) must(rule string, code linktoken.Code, ok bool, detail string) {
+	if !e.step(rule, code, ok, detail) {
 		e.broken = true
 	}
-	var h jws.Headers
-	if framed {
-		h = msg.Signatures()[0].ProtectedHeaders()
-	} else {
-		h = jws.NewHeaders()
+}
+
+// b64 is linktoken's strict unpadded base64url (RFC 7515 §2).
+var b64 = base64.RawURLEncoding.Strict()
+
+// header is the JOSE header as linktoken decodes it; Other keeps every other member raw,
+// only to see which are present.
+type header struct {
+	Typ   string                    `json:"typ"`
+	Alg   string                    `json:"alg"`
+	Kid   string                    `json:"kid"`
+	Other map[string]jsontext.Value `json:",unknown"`
+}
+
+// forbiddenMembers are the header members the gateway refuses (RFC 8725 §3.10, RFC 7515
+// §4.1.11, RFC 7797, RFC 7519 §5.2, and the JWE members).
+var forbiddenMembers = []string{"jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "cty", "enc", "zip"}
+
+func (e *explainer) run(token string) {
+	segs, framing := split(token)
+	var h header
+	headerCode, headerDetail := linktoken.Code(""), ""
+	if framing == "" {
+		headerCode, headerDetail = decodeHeader(segs.header, &h)
+		if headerCode == linktoken.CodeTokenMalformed {
+			framing, headerCode = headerDetail, ""
+		}
 	}
-	typ := h.Type()
+	e.must("the token is a compact JWS: three non-empty segments of canonical base64url (no padding, no white space), at most 16 KiB, the header a JSON object",
+		linktoken.CodeTokenMalformed, framing == "", framing)
+	e.must("the header has no duplicate member, and typ, alg and kid, where present, are strings (RFC 7515 §5.2)",
+		linktoken.CodeHeaderInvalid, headerCode == "", headerDetail)
+
+	typ := h.Typ
 	e.step(`header typ is "JWT" (any case, or application/jwt)`, linktoken.CodeHeaderInvalid,
-		strings.EqualFold(typ, "JWT") || strings.EqualFold(typ, "application/jwt"), fmt.Sprintf("typ is %q", typ))
+		strings.EqualFold(typ, "JWT") || strings.EqualFold(typ, "application/jwt"), fmt.Sprintf("typ is %q", clip(typ)))
+	alg := h.Alg
+	e.step("header alg is one of "+strings.Join(e.rules.Algorithms, ", "), linktoken.CodeAlgorithmNotAllowed,
+		slices.Contains(e.rules.Algorithms, alg), fmt.Sprintf("alg is %q", clip(alg)))
+	kid := h.Kid
+	e.step("header kid is present", linktoken.CodeKeyIDMissing, kid != "", fmt.Sprintf("kid is %q", clip(kid)))
+	e.step(fmt.Sprintf("header kid is at most %d bytes", linktoken.MaxKeyIDLength), linktoken.CodeKeyUnknown,
+		len(kid) <= linktoken.MaxKeyIDLength, fmt.Sprintf("kid is %d bytes", len(kid)))
 
-	alg := string(h.Algorithm())
-	allowed := e.rules.Algorithms
-	if len(allowed) == 0 {
-		allowed = Algorithms
-	}
-	e.step("header alg is one of "+strings.Join(allowed, ", "), linktoken.CodeAlgorithmNotAllowed, slices.Contains(allowed, alg), fmt.Sprintf("alg is %q", alg))
-	kid := h.KeyID()
-	e.step("header kid is present", linktoken.CodeKeyIDMissing, kid != "", fmt.Sprintf("kid is %q", kid))
-
-	var forbidden []string
-	for _, name := range []string{"jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "cty", "enc", "zip"} {
-		if _, ok := h.Get(name); ok {
-			forbidden = append(forbidden, name)
+	var present []string
+	for _, name := range forbiddenMembers {
+		if _, ok := h.Other[name]; ok {
+			present = append(present, name)
 		}
 	}
 	d := "none present"
-	if len(forbidden) > 0 {
-		d = "present: " + strings.Join(forbidden, ", ")
+	if len(present) > 0 {
+		d = "present: " + strings.Join(present, ", ")
 	}
-	e.step("header has none of jku, jwk, x5u, x5c, x5t, crit, b64, cty, enc, zip", linktoken.CodeHeaderInvalid, len(forbidden) == 0, d)
+	e.step("header has none of jku, jwk, x5u, x5c, x5t, x5t#S256, crit, b64, cty, enc, zip", linktoken.CodeHeaderInvalid, len(present) == 0, d)
 
-	set, setErr := jwk.Parse(jwks)
-	var key jwk.Key
-	found := false
-	if setErr == nil && kid != "" {
-		key, found = set.LookupKeyID(kid)
+	e.key(alg, kid, segs)
+
+	e.claims(segs.payload)
+}
+
+// segments is a token split and decoded.
+type segments struct {
+	header, payload, signature []byte
+	signingInput               []byte // BASE64URL(header) || '.' || BASE64URL(payload)
+}
+
+// split applies linktoken's framing rules (RFC 7515 §7.1; RFC 8725 §3.1) and returns the
+// decoded segments, or why the token is malformed.
+func split(token string) (segments, string) {
+	var s segments
+	switch {
+	case token == "":
+		return s, "the token is empty"
+	case len(token) > linktoken.MaxTokenLength:
+		return s, fmt.Sprintf("the token is %d bytes, over the limit of %d", len(token), linktoken.MaxTokenLength)
+	case token[0] == '{':
+		return s, "the token is a JSON serialization: only the compact serialization is accepted"
+	case strings.Count(token, ".") != 2:
+		return s, fmt.Sprintf("the token has %d segments, not 3", strings.Count(token, ".")+1)
+	case strings.ContainsAny(token, "\r\n"):
+		return s, "the token contains a line break"
 	}
-	d = fmt.Sprintf("kid %q found", kid)
-	if setErr != nil {
-		d = "the key set cannot be read: " + setErr.Error()
-	} else if !found {
-		d = fmt.Sprintf("kid %q is not in the key set (it has %v)", kid, kids(set))
+	parts := strings.Split(token, ".")
+	for i, seg := range []struct {
+		name string
+		dst  *[]byte
+	}{{"header", &s.header}, {"payload", &s.payload}, {"signature", &s.signature}} {
+		if parts[i] == "" {
+			return segments{}, "the " + seg.name + " segment is empty"
+		}
+		b, err := b64.DecodeString(parts[i])
+		if err != nil {
+			return segments{}, "the " + seg.name + " segment is not canonical base64url"
+		}
+		*seg.dst = b
 	}
-	e.step("the key set has a key with that kid", linktoken.CodeKeyUnknown, found, d)
-	if !found {
-		e.skip("the key's type and alg member agree with the header alg", linktoken.CodeAlgorithmNotAllowed)
-		e.skip("the signature verifies with that key", linktoken.CodeSignatureInvalid)
+	s.signingInput = []byte(parts[0] + "." + parts[1])
+	return s, ""
+}
+
+// decodeHeader decodes the header as linktoken does: not a JSON object of valid UTF-8 is
+// token_malformed; a duplicate member or a member of the wrong JSON type header_invalid.
+func decodeHeader(data []byte, h *header) (linktoken.Code, string) {
+	if !isJSONObject(data) {
+		return linktoken.CodeTokenMalformed, "the header is not a JSON object"
+	}
+	err := jsonv2.Unmarshal(data, h)
+	if err == nil {
+		return "", ""
+	}
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		return linktoken.CodeHeaderInvalid, "the header has a duplicate member"
+	}
+	var serr *jsonv2.SemanticError
+	if errors.As(err, &serr) && len(serr.JSONPointer) > 0 {
+		return linktoken.CodeHeaderInvalid, "header member " + clip(string(serr.JSONPointer)) + " is not a string"
+	}
+	return linktoken.CodeTokenMalformed, "the header is not a JSON object of valid UTF-8"
+}
+
+// isJSONObject reports whether data starts, after JSON white space, with an object.
+func isJSONObject(data []byte) bool {
+	trimmed := bytes.TrimLeft(data, " \t\n\r")
+	return len(trimmed) > 0 && trimmed[0] == '{'
+}
+
+// key explains the key lookup, the key's agreement with alg and the signature.
+func (e *explainer) key(alg, kid string, segs segments) {
+	var key *linktoken.Key
+	var lookupErr error
+	if e.set == nil {
+		lookupErr = &linktoken.Error{Code: linktoken.CodeKeysUnavailable}
 	} else {
-		agree, d := keyAgrees(key, alg)
-		e.step("the key's type and alg member agree with the header alg", linktoken.CodeAlgorithmNotAllowed, agree, d)
-		sigOK := false
-		d = "signature does not verify"
-		if agree {
-			_, err := jws.Verify([]byte(token), jws.WithKey(jwa.SignatureAlgorithm(alg), key))
-			sigOK = err == nil
-		} else {
-			d = "not verified: the key does not fit the algorithm"
-		}
-		if sigOK {
-			d = ""
-		}
-		e.step("the signature verifies with that key", linktoken.CodeSignatureInvalid, sigOK, d)
+		key, lookupErr = e.set.Key(context.Background(), kid)
 	}
-
-	var payload []byte
-	if framed {
-		payload = msg.Payload()
+	code, d := linktoken.CodeKeyUnknown, fmt.Sprintf("kid %q found", clip(kid))
+	switch {
+	case e.set == nil:
+		code, d = linktoken.CodeKeysUnavailable, "the gateway refuses the key set: "+e.report.KeySetError
+	case lookupErr != nil:
+		d = fmt.Sprintf("kid %q is not in the key set (it has %q)", clip(kid), e.set.KeyIDs())
 	}
-	e.claims(payload)
+	e.step("the key set has a key with that kid", code, lookupErr == nil, d)
+	if lookupErr != nil {
+		e.broken = true
+	}
+	agree, d := keyAgrees(key, alg)
+	e.step("the key's type and alg member agree with the header alg", linktoken.CodeAlgorithmNotAllowed, agree, d)
+	sigOK, d := false, "not verified: the key does not fit the algorithm"
+	if agree && !e.broken {
+		sigOK, d = verifySignature(key, alg, segs.signingInput, segs.signature), ""
+		if !sigOK {
+			d = "the signature does not verify with that key"
+		}
+	}
+	e.step("the signature verifies with that key", linktoken.CodeSignatureInvalid, sigOK, d)
 }
 
 // keyAgrees applies the gateway's key rule: the key's type fits alg, and the key's own alg
 // member, where set, equals it (the algorithm is never taken from the header alone).
-func keyAgrees(key jwk.Key, alg string) (bool, string) {
-	kty := key.KeyType()
+func keyAgrees(key *linktoken.Key, alg string) (bool, string) {
+	if key == nil {
+		return false, ""
+	}
+	if key.Algorithm() != "" && key.Algorithm() != alg {
+		return false, fmt.Sprintf("the key is published for %s, the header says %q", key.Algorithm(), clip(alg))
+	}
+	kty := key.Type()
 	switch {
-	case kty == jwa.RSA && (alg == "RS256" || alg == "PS256"), kty == jwa.EC && alg == "ES256":
-	default:
-		return false, fmt.Sprintf("a %s key cannot verify %s", kty, alg)
+	case kty == "RSA" && (alg == linktoken.RS256 || alg == linktoken.PS256), kty == "EC" && alg == linktoken.ES256:
+		return true, fmt.Sprintf("%s key for %s", kty, alg)
 	}
-	if key.Algorithm() != nil && key.Algorithm().String() != "" && key.Algorithm().String() != alg {
-		return false, fmt.Sprintf("the key is published for %s, the header says %s", key.Algorithm(), alg)
+	return false, fmt.Sprintf("a %s key cannot verify %q", kty, clip(alg))
+}
+
+// verifySignature checks the signature as the gateway does: its exact length first (an
+// RSA signature has the modulus's length, an ES256 one is R || S of 64 bytes), then jwx's
+// verifier.
+func verifySignature(key *linktoken.Key, alg string, signingInput, sig []byte) bool {
+	switch pub := key.Public().(type) {
+	case *rsa.PublicKey:
+		if len(sig) != pub.Size() {
+			return false
+		}
+	case *ecdsa.PublicKey:
+		if len(sig) != 64 {
+			return false
+		}
 	}
-	return true, fmt.Sprintf("%s key for %s", kty, alg)
+	v, err := jws.NewVerifier(jwa.SignatureAlgorithm(alg))
+	return err == nil && v.Verify(signingInput, sig, key.Public()) == nil
+}
+
+// numericDate reads a NumericDate as linktoken does: a JSON integer of at most 12 digits
+// without a leading zero, at most 9999-12-31T23:59:59Z.
+type numericDate struct {
+	v   int64
+	set bool
+}
+
+const maxNumericDate = 253402300799
+
+var errNotNumericDate = errors.New("not an integer NumericDate")
+
+func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
+		return errNotNumericDate
+	}
+	var n int64
+	for _, c := range val {
+		if c < '0' || c > '9' {
+			return errNotNumericDate
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > maxNumericDate {
+		return errNotNumericDate
+	}
+	d.v, d.set = n, true
+	return nil
+}
+
+// audience reads aud: one string or an array of strings (RFC 7519 §4.1.3).
+type audience []string
+
+var errNotAudience = errors.New("not a string or an array of strings")
+
+func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	// Kinds are checked first: null would decode to an empty string or array.
+	switch val.Kind() {
+	case '"':
+		var one string
+		if jsonv2.Unmarshal(val, &one) == nil {
+			*a = audience{one}
+			return nil
+		}
+	case '[':
+		var many []jsontext.Value
+		if jsonv2.Unmarshal(val, &many) != nil {
+			break
+		}
+		out := make(audience, 0, len(many))
+		for _, m := range many {
+			var one string
+			if m.Kind() != '"' || jsonv2.Unmarshal(m, &one) != nil {
+				return errNotAudience
+			}
+			out = append(out, one)
+		}
+		*a = out
+		return nil
+	}
+	return errNotAudience
+}
+
+// claimSet is the claims set as linktoken decodes it.
+type claimSet struct {
+	Issuer    string      `json:"iss"`
+	Audience  audience    `json:"aud"`
+	NotBefore numericDate `json:"nbf"`
+	Expiry    numericDate `json:"exp"`
+	IssuedAt  numericDate `json:"iat"`
+	Nonce     string      `json:"nonce"`
+
+	linkspec.Claims `json:",inline"`
+}
+
+// typedClaims are the registered claims whose wrong JSON type is claims_invalid.
+var typedClaims = []string{"iss", "aud", "nbf", "exp", "iat"}
+
+// decodeClaims decodes the claims as linktoken does, in one pass, and returns the code of
+// the first problem: claims_invalid (not an object, too deep, a duplicate or near-duplicate
+// name, a registered claim of the wrong type), nonce_invalid (nonce not a string) or
+// payload_invalid (a payload field of the wrong type).
+func decodeClaims(data []byte, c *claimSet) (linktoken.Code, string, []linkspec.FieldError) {
+	if !isJSONObject(data) {
+		return linktoken.CodeClaimsInvalid, "the claims are not a JSON object", nil
+	}
+	if linkspec.CheckClaimsDepth(data) != nil {
+		return linktoken.CodeClaimsInvalid, fmt.Sprintf("the claims are nested deeper than %d levels", linkspec.MaxClaimsDepth), nil
+	}
+	err := jsonv2.Unmarshal(data, c, linkspec.StrictClaims())
+	if err == nil {
+		if err := c.Check(linkspec.ReservedClaims...); err != nil {
+			var ne *linkspec.NameError
+			if errors.As(err, &ne) {
+				return linktoken.CodeClaimsInvalid, "a claim is named like " + ne.Field + " but for case or punctuation: use the exact name", nil
+			}
+			return linktoken.CodeClaimsInvalid, "a claim is named like a defined claim but for case or punctuation", nil
+		}
+		c.Decoded()
+		return "", "", nil
+	}
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		return linktoken.CodeClaimsInvalid, "the claims have a duplicate member", nil
+	}
+	var serr *jsonv2.SemanticError
+	if !errors.As(err, &serr) || len(serr.JSONPointer) == 0 {
+		return linktoken.CodeClaimsInvalid, "the claims are not a JSON object of valid UTF-8", nil
+	}
+	var path []string
+	for tok := range serr.JSONPointer.Tokens() {
+		path = append(path, clip(tok))
+	}
+	switch {
+	case path[0] == "nonce":
+		return linktoken.CodeNonceInvalid, "nonce is not a string", nil
+	case slices.Contains(typedClaims, path[0]):
+		return linktoken.CodeClaimsInvalid, path[0] + " has the wrong JSON type: iss a string, aud a string or an array of strings, nbf, exp and iat integers", nil
+	}
+	field := strings.Join(path, ".")
+	return linktoken.CodePayloadInvalid, "payload field " + field + " has the wrong JSON type (every field is a string, contact an object)",
+		[]linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}}
 }
 
 func (e *explainer) claims(payload []byte) {
-	var claims map[string]json.RawMessage
-	readable := !e.broken && json.Unmarshal(payload, &claims) == nil && claims != nil
-	d := "the payload segment is not a JSON object"
-	if readable && jsonv2.Unmarshal(payload, new(map[string]jsontext.Value)) != nil {
-		// json v2, as linktoken, refuses duplicate member names; encoding/json keeps the last.
-		readable, d = false, "the claims have a duplicate member"
+	var c claimSet
+	code, d, fields := linktoken.Code(""), "", []linkspec.FieldError(nil)
+	if !e.broken {
+		code, d, fields = decodeClaims(payload, &c)
 	}
-	if readable {
-		for _, name := range []string{"nbf", "exp", "iat"} {
-			if raw, ok := claims[name]; ok {
-				if _, isInt := integer(raw); !isInt {
-					readable, d = false, name+" is not a whole number of seconds"
-				}
-			}
-		}
-		if raw, ok := claims["iss"]; ok && readable && !isString(raw) {
-			readable, d = false, "iss is not a string"
-		}
-		if raw, ok := claims["aud"]; ok && readable && audiences(raw) == nil {
-			readable, d = false, "aud is not a string or an array of strings"
-		}
-		if readable {
-			d = ""
-		}
+	// One decoding pass stops at the first problem: the step carries that problem's code.
+	stepCode := code
+	if stepCode == "" {
+		stepCode = linktoken.CodeClaimsInvalid
 	}
-	e.step("claims are a JSON object without duplicate members; iss a string, aud a string or array, nbf, exp and iat integers", linktoken.CodeClaimsInvalid, readable, d)
-	if !readable {
-		e.broken = true
+	e.must("claims are a JSON object, at most 16 levels deep, without duplicate or near-duplicate member names; "+
+		"iss a string, aud a string or array, nbf, exp and iat integers [claims_invalid]; nonce a string [nonce_invalid]; "+
+		"payload fields strings, contact an object [payload_invalid]", stepCode, code == "", d)
+	if code != "" && !e.broken {
+		e.report.Steps[len(e.report.Steps)-1].Fields = fields
 	}
 
-	// linktoken reads the nonce and the payload fields with the claims, so their JSON types
-	// are checked here, before the values.
-	raw, has := claims["nonce"]
-	var nonce string
-	strOK := has && json.Unmarshal(raw, &nonce) == nil && isString(raw)
-	e.step("nonce, where present, is a string", linktoken.CodeNonceInvalid, !has || strOK, "nonce is not a string")
-	// Payload names match exactly, as in linktoken (json v2), not case-insensitively.
-	var p linkspec.Payload
-	perr := jsonv2.Unmarshal(payload, &p)
-	d = ""
-	if perr != nil {
-		d = "a payload field has the wrong JSON type (every field is a string, contact an object)"
-	}
-	e.step("the payload fields have their JSON types", linktoken.CodePayloadInvalid, perr == nil, d)
+	e.step(fmt.Sprintf("iss is %q", e.rules.Issuer), linktoken.CodeIssuerInvalid, c.Issuer == e.rules.Issuer, fmt.Sprintf("iss is %q", clip(c.Issuer)))
+	e.step(fmt.Sprintf("aud is or contains %q", e.rules.Audience), linktoken.CodeAudienceInvalid,
+		slices.Contains(c.Audience, e.rules.Audience), fmt.Sprintf("aud is %q", clipAll(c.Audience)))
 
-	var iss string
-	_ = json.Unmarshal(claims["iss"], &iss)
-	e.step(fmt.Sprintf("iss is %q", e.rules.Issuer), linktoken.CodeIssuerInvalid, iss == e.rules.Issuer, fmt.Sprintf("iss is %q", iss))
-
-	auds := audiences(claims["aud"])
-	e.step(fmt.Sprintf("aud is or contains %q", e.rules.Audience), linktoken.CodeAudienceInvalid, slices.Contains(auds, e.rules.Audience), fmt.Sprintf("aud is %q", auds))
-
-	nbf, nbfOK := integer(claims["nbf"])
-	exp, expOK := integer(claims["exp"])
-	e.step("nbf and exp are present", linktoken.CodeClaimsInvalid, nbfOK && expOK, "")
-	if !nbfOK || !expOK {
-		e.broken = true
-	}
-	life := time.Duration(exp-nbf) * time.Second
-	e.step(fmt.Sprintf("exp is at most %v after nbf (spec: Authentication, rule 6)", e.rules.MaxLifetime), linktoken.CodeLifetimeTooLong, life <= e.rules.MaxLifetime, fmt.Sprintf("exp - nbf = %v", life))
-	e.step("exp is after nbf", linktoken.CodeClaimsInvalid, exp > nbf, fmt.Sprintf("exp - nbf = %v", life))
-	iat, hasIat := integer(claims["iat"])
-	e.step("iat, where present, equals nbf (spec: Authentication, rule 7)", linktoken.CodeClaimsInvalid, !hasIat || iat == nbf, fmt.Sprintf("iat - nbf = %ds", iat-nbf))
+	nbf, exp := c.NotBefore.v, c.Expiry.v
+	e.must("nbf and exp are present", linktoken.CodeClaimsInvalid, c.NotBefore.set && c.Expiry.set, "")
+	// In whole seconds, as the gateway compares: a difference of two NumericDates would
+	// wrap around as a time.Duration.
+	maxLife := int64(e.rules.MaxLifetime / time.Second)
+	e.step(fmt.Sprintf("exp is at most %v after nbf (spec: Authentication, rule 6)", e.rules.MaxLifetime), linktoken.CodeLifetimeTooLong,
+		exp-nbf <= maxLife, fmt.Sprintf("exp - nbf = %ds", exp-nbf))
+	e.step("exp is after nbf", linktoken.CodeClaimsInvalid, exp > nbf, fmt.Sprintf("exp - nbf = %ds", exp-nbf))
+	iat := c.IssuedAt.v
+	e.step("iat, where present, equals nbf (spec: Authentication, rule 7)", linktoken.CodeClaimsInvalid,
+		!c.IssuedAt.set || iat == nbf, fmt.Sprintf("iat - nbf = %ds", iat-nbf))
 
 	nbfT, expT := time.Unix(nbf, 0), time.Unix(exp, 0)
 	e.step(fmt.Sprintf("now is not before nbf - %v leeway", e.rules.Leeway), linktoken.CodeTokenNotYetValid,
@@ -290,7 +494,8 @@ func (e *explainer) claims(payload []byte) {
 	e.step(fmt.Sprintf("now is before exp + %v leeway", e.rules.Leeway), linktoken.CodeTokenExpired,
 		e.now.Before(expT.Add(e.rules.Leeway)), fmt.Sprintf("exp %s, now %s", expT.UTC().Format(time.RFC3339), e.now.UTC().Format(time.RFC3339)))
 
-	e.step("nonce is present (spec: Authentication, rule 10)", linktoken.CodeNonceMissing, has && (!strOK || nonce != ""), "")
+	nonce := c.Nonce
+	e.step("nonce is present (spec: Authentication, rule 10)", linktoken.CodeNonceMissing, nonce != "", "")
 	visible := true
 	for i := 0; i < len(nonce); i++ {
 		if nonce[i] < 0x21 || nonce[i] > 0x7e {
@@ -300,6 +505,7 @@ func (e *explainer) claims(payload []byte) {
 	e.step(fmt.Sprintf("nonce is %d..%d bytes of visible ASCII", e.rules.NonceMinLength, e.rules.NonceMaxLength), linktoken.CodeNonceInvalid,
 		visible && len(nonce) >= e.rules.NonceMinLength && len(nonce) <= e.rules.NonceMaxLength, fmt.Sprintf("%d bytes", len(nonce)))
 
+	p := c.Decoded()
 	kind := p.Kind()
 	kinds := "main, go"
 	if len(e.rules.Kinds) > 0 {
@@ -307,12 +513,9 @@ func (e *explainer) claims(payload []byte) {
 	}
 	e.step("the link kind is one the partner may send ("+kinds+")", linktoken.CodeKindNotAllowed,
 		len(e.rules.Kinds) == 0 || slices.Contains(e.rules.Kinds, kind), "a "+string(kind)+" link")
-	var fields []linkspec.FieldError
-	ok := perr == nil
-	d = ""
-	if perr != nil {
-		d = "not checked: a payload field has the wrong JSON type"
-	} else if _, err := p.Validate(e.rules.Kinds...); err != nil {
+	ok := true
+	d, fields = "", nil
+	if _, err := p.Validate(e.rules.Kinds...); err != nil {
 		ok = false
 		var le *linkspec.Error
 		if errors.As(err, &le) {
@@ -332,28 +535,25 @@ func (e *explainer) claims(payload []byte) {
 	})
 }
 
-// integer reads a NumericDate as linktoken does: a non-negative JSON integer.
-func integer(raw json.RawMessage) (int64, bool) {
-	var n int64
-	if len(raw) == 0 || bytes.ContainsAny(raw, ".eE") || json.Unmarshal(raw, &n) != nil || n < 0 {
-		return 0, false
+// clip bounds token text shown in a detail: a partner debugging its signer sees what it
+// sent, without a kilobyte of it.
+func clip(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
 	}
-	return n, true
+	for i := limit; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i] + "…"
+		}
+	}
+	return "…"
 }
 
-func isString(raw json.RawMessage) bool {
-	var s string
-	return json.Unmarshal(raw, &s) == nil && bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`))
-}
-
-func audiences(raw json.RawMessage) []string {
-	var one string
-	if isString(raw) && json.Unmarshal(raw, &one) == nil {
-		return []string{one}
+func clipAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = clip(s)
 	}
-	var many []string
-	if json.Unmarshal(raw, &many) != nil || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
-		return nil
-	}
-	return many
+	return out
 }

@@ -3,11 +3,13 @@ package partnerkit
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/linktoken/linktokentest"
 )
 
 // brokenToken is one way to get a token wrong, with the code the gateway answers.
@@ -131,6 +133,53 @@ func TestCheckExplainsTheVerdict(t *testing.T) {
 	}
 }
 
+// firstFailure returns the first step of r that failed, or nil.
+func firstFailure(r *Report) *Step {
+	for i := range r.Steps {
+		if r.Steps[i].Outcome == Failed {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+// TestCheckOnGatewayRejections runs every rejection case of the gateway's verifier tests
+// (linktokentest, the table linktoken's own tests run) through Check: the verdict is the
+// gateway's code, and the first failing step of the explanation carries that code.
+func TestCheckOnGatewayRejections(t *testing.T) {
+	jwks := linktokentest.KeySetJSON(t)
+	set := linktokentest.KeySet(t)
+	for _, tc := range linktokentest.Rejections() {
+		t.Run(tc.Name, func(t *testing.T) {
+			tok := tc.Token(t)
+			if trimmed := strings.TrimSpace(tok); trimmed != tok {
+				// The gateway's endpoints trim surrounding white space before verifying, and
+				// so does Check: the gateway's verdict is the verifier's on the trimmed token.
+				v, err := linktoken.NewVerifier(tc.Rules, linktoken.WithClock(func() time.Time { return tc.Now }))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = v.Verify(context.Background(), []byte(trimmed), set)
+				if r := Check(context.Background(), tok, jwks, tc.Rules, tc.Now); r.Code != linktoken.CodeOf(err) || r.Accepted != (err == nil) {
+					t.Errorf("Check(%s) = %q (accepted %v), the gateway on the trimmed token: %v", tc.Name, r.Code, r.Accepted, err)
+				}
+				return
+			}
+			r := Check(context.Background(), tok, jwks, tc.Rules, tc.Now)
+			if r.Accepted || r.Code != tc.Want {
+				t.Fatalf("Check(%s) verdict = %q (accepted %v, %s), want %q", tc.Name, r.Code, r.Accepted, r.Detail, tc.Want)
+			}
+			first := firstFailure(r)
+			if first == nil {
+				t.Fatalf("Check(%s) rejected with %s, but every step passed", tc.Name, tc.Want)
+			}
+			if first.Code != tc.Want {
+				t.Errorf("Check(%s) first failing step %q has code %s (%s), want %s", tc.Name, first.Rule, first.Code, first.Detail, tc.Want)
+			}
+		})
+	}
+}
+
 func TestCheckKindsAndKeySet(t *testing.T) {
 	jwks := testJWKS(t)
 	tok, err := testSigner(t, "ES256").Sign(mainPayload())
@@ -149,5 +198,14 @@ func TestCheckKindsAndKeySet(t *testing.T) {
 	r = Check(context.Background(), tok, private, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
 	if r.Accepted || r.KeySetError == "" || r.Code != CodeKeySetRefused {
 		t.Errorf("Check(private key set) = %q, key set error %q; want keys_unavailable with the reason", r.Code, r.KeySetError)
+	}
+	if first := firstFailure(r); first == nil || first.Code != CodeKeySetRefused {
+		t.Errorf("Check(private key set) first failing step = %+v, want the key lookup with keys_unavailable", first)
+	}
+	// As at a gateway whose key set could not be loaded, the token's own framing and header
+	// are judged first.
+	r = Check(context.Background(), "not.a-token", private, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
+	if r.Code != linktoken.CodeTokenMalformed || r.KeySetError == "" {
+		t.Errorf("Check(malformed token, private key set) = %q, key set error %q; want token_malformed and the key set error", r.Code, r.KeySetError)
 	}
 }

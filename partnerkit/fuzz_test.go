@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzCheck: any token text gets a report, without a panic, and the explanation never
-// contradicts the verdict: an accepted token has no failed step.
+// contradicts the verdict: an accepted token has no failed step, and the first failing step
+// of a rejected one carries the verdict's code.
 func FuzzCheck(f *testing.F) {
 	jwks := testJWKS(f)
 	for _, tt := range brokenTokens() {
@@ -29,6 +30,8 @@ func FuzzCheck(f *testing.F) {
 			}
 		} else if r.Code == "" {
 			t.Errorf("rejected without a code: %s", r.Detail)
+		} else if first := firstFailure(r); first == nil || first.Code != r.Code {
+			t.Errorf("rejected with %s, but the first failing step is %+v", r.Code, first)
 		}
 	})
 }

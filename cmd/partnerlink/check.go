@@ -101,9 +101,6 @@ func printReport(e env, r *partnerkit.Report) {
 			fmt.Fprintf(w, "       %s: %s\n", f.Field, f.Reason)
 		}
 	}
-	if r.KeySetError != "" {
-		fmt.Fprintf(w, "FAIL the key set: the gateway refuses it: %s\n", r.KeySetError)
-	}
 	if r.Accepted {
 		fmt.Fprintf(w, "verdict: accepted (a %s link), unless the gateway has seen its nonce before\n", r.Kind)
 		return

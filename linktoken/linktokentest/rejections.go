@@ -1,0 +1,434 @@
+package linktokentest
+
+import (
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/linktoken"
+)
+
+// Rejection is one token that the gateway's verifier must refuse with the code Want.
+type Rejection struct {
+	Name string
+	// Token builds the token; it signs with the keys of KeySetJSON.
+	Token func(tb testing.TB) string
+	// Rules are the partner's rules, issuer and audience included.
+	Rules linktoken.Rules
+	// Now is the instant the token is verified at.
+	Now  time.Time
+	Want linktoken.Code
+	// Field is, for CodePayloadInvalid, the first failing payload field.
+	Field string
+	// Secrets are strings of the token that must not appear in the error.
+	Secrets []string
+}
+
+// Rejections returns every rejection case of the gateway's verifier: framing, header,
+// signature and claim rules, in the order the verifier applies them. Each call builds a
+// fresh table; tokens are made only when Token is called.
+func Rejections() []Rejection {
+	var all []Rejection
+	for _, group := range [][]Rejection{framingCases(), headerCases(), signatureCases(), claimCases()} {
+		all = append(all, group...)
+	}
+	for i := range all {
+		c := &all[i]
+		c.Rules.Issuer, c.Rules.Audience = Issuer, Audience
+		if c.Now.IsZero() {
+			c.Now = Now
+		}
+	}
+	return all
+}
+
+func framingCases() []Rejection {
+	valid := func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", MainClaims()) }
+	edit := func(f func(tok string) string) func(tb testing.TB) string {
+		return func(tb testing.TB) string { return f(valid(tb)) }
+	}
+	seg := func(tok string) []string { return strings.Split(tok, ".") }
+	return []Rejection{
+		{Name: "empty", Token: edit(func(string) string { return "" }), Want: linktoken.CodeTokenMalformed},
+		{Name: "too long", Token: edit(func(tok string) string {
+			s := seg(tok)
+			return s[0] + "." + s[1] + strings.Repeat("A", linktoken.MaxTokenLength) + "." + s[2]
+		}), Want: linktoken.CodeTokenMalformed},
+		{Name: "two segments", Token: edit(func(tok string) string { s := seg(tok); return s[0] + "." + s[1] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "extra dot at end", Token: edit(func(tok string) string { return tok + "." }), Want: linktoken.CodeTokenMalformed},
+		{Name: "four segments", Token: edit(func(tok string) string { return tok + ".AAAA" }), Want: linktoken.CodeTokenMalformed},
+		{Name: "empty payload", Token: edit(func(tok string) string { s := seg(tok); return s[0] + ".." + s[2] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "unsigned (empty signature)", Token: edit(func(tok string) string { s := seg(tok); return s[0] + "." + s[1] + "." }), Want: linktoken.CodeTokenMalformed},
+		{Name: "padding", Token: edit(func(tok string) string { s := seg(tok); return s[0] + "=." + s[1] + "." + s[2] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "space inside", Token: edit(func(tok string) string { return tok[:10] + " " + tok[10:] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "newline inside", Token: edit(func(tok string) string { return tok[:10] + "\n" + tok[10:] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "trailing newline", Token: edit(func(tok string) string { return tok + "\n" }), Want: linktoken.CodeTokenMalformed},
+		{Name: "standard base64 plus", Token: edit(func(tok string) string { return tok[:10] + "+" + tok[11:] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "standard base64 slash", Token: edit(func(tok string) string { return tok[:10] + "/" + tok[11:] }), Want: linktoken.CodeTokenMalformed},
+		{Name: "impossible length", Token: edit(func(tok string) string { s := seg(tok); return s[0] + "." + s[1] + "." + s[2] + "AAA" }), Want: linktoken.CodeTokenMalformed},
+		{Name: "non-canonical trailing bits", Token: func(tb testing.TB) string {
+			// {"alg":"RS256","typ":"JWT","kid":"rsa-1"} is 41 bytes: its base64url has 2 spare bits.
+			tok := valid(tb)
+			s := seg(tok)
+			h := []byte(s[0])
+			last := strings.IndexByte(base64URLAlphabet, h[len(h)-1])
+			h[len(h)-1] = base64URLAlphabet[last|1]
+			return string(h) + "." + s[1] + "." + s[2]
+		}, Want: linktoken.CodeTokenMalformed},
+		{Name: "JWS JSON flattened", Token: edit(func(tok string) string {
+			s := seg(tok)
+			return `{"protected":"` + s[0] + `","payload":"` + s[1] + `","signature":"` + s[2] + `"}`
+		}), Want: linktoken.CodeTokenMalformed},
+		{Name: "JWS JSON general with two signatures", Token: edit(func(tok string) string {
+			s := seg(tok)
+			return `{"payload":"` + s[1] + `","signatures":[{"protected":"` + s[0] + `","signature":"` + s[2] + `"},{"protected":"` + s[0] + `","signature":"` + s[2] + `"}]}`
+		}), Want: linktoken.CodeTokenMalformed},
+		{Name: "JWE compact", Token: func(tb testing.TB) string {
+			h := b64u([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","typ":"JWT","kid":"rsa-1"}`))
+			return h + ".AAAA.AAAAAAAAAAAAAAAA.AAAA.AAAAAAAAAAAAAAAAAAAAAA"
+		}, Want: linktoken.CodeTokenMalformed},
+		{Name: "header not JSON", Token: func(tb testing.TB) string {
+			return b64u([]byte("alg RS256")) + "." + seg(valid(tb))[1] + "." + seg(valid(tb))[2]
+		}, Want: linktoken.CodeTokenMalformed},
+		{Name: "header null", Token: func(tb testing.TB) string {
+			return resign(tb, `null`, claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+		}, Want: linktoken.CodeTokenMalformed},
+		{Name: "header JSON array", Token: func(tb testing.TB) string {
+			return resign(tb, `["RS256","JWT"]`, claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+		}, Want: linktoken.CodeTokenMalformed},
+		{Name: "header invalid UTF-8", Token: func(tb testing.TB) string {
+			return resign(tb, "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa-1\",\"x\":\"\xff\"}", claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+		}, Want: linktoken.CodeTokenMalformed},
+	}
+}
+
+const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+func headerCases() []Rejection {
+	claims := func(tb testing.TB) string { return claimsJSON(tb, MainClaims()) }
+	withHeader := func(header, alg, kid string) func(tb testing.TB) string {
+		return func(tb testing.TB) string { return resign(tb, header, claims(tb), alg, kid) }
+	}
+	// unsigned builds header.claims.signature with a signature the key never made, for
+	// headers whose alg jwx would not even sign with.
+	unsigned := func(header string, sig []byte) func(tb testing.TB) string {
+		return func(tb testing.TB) string {
+			return b64u([]byte(header)) + "." + b64u([]byte(claims(tb))) + "." + b64u(sig)
+		}
+	}
+	hs256 := func(alg string, secret []byte) func(tb testing.TB) string {
+		return func(tb testing.TB) string {
+			input := b64u([]byte(`{"alg":"`+alg+`","typ":"JWT","kid":"rsa-1"}`)) + "." + b64u([]byte(claims(tb)))
+			m := hmac.New(sha256.New, secret)
+			m.Write([]byte(input))
+			return input + "." + b64u(m.Sum(nil))
+		}
+	}
+	pubDER := func(tb testing.TB) []byte {
+		der, err := x509.MarshalPKIXPublicKey(&keys(tb).rsa.PublicKey)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return der
+	}
+	hsWith := func(secret func(tb testing.TB) []byte) func(tb testing.TB) string {
+		return func(tb testing.TB) string { return hs256("HS256", secret(tb))(tb) }
+	}
+	cases := []Rejection{
+		{Name: "duplicate alg", Token: withHeader(`{"alg":"RS256","alg":"RS256","typ":"JWT","kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "duplicate alg none then RS256", Token: withHeader(`{"alg":"none","alg":"RS256","typ":"JWT","kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "duplicate kid", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","kid":"ec-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "deeply nested unknown member", Token: unsigned(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","x":`+
+			strings.Repeat("[", 4000)+strings.Repeat("]", 4000)+`}`, make([]byte, 256)), Want: linktoken.CodeSignatureInvalid},
+		{Name: "nesting that only fits beyond the token length limit", Token: unsigned(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","x":`+
+			strings.Repeat("[", 10001)+strings.Repeat("]", 10001)+`}`, make([]byte, 8)), Want: linktoken.CodeTokenMalformed},
+		{Name: "huge number as alg", Token: unsigned(`{"alg":1e999999,"typ":"JWT","kid":"rsa-1"}`, []byte("sig")), Want: linktoken.CodeHeaderInvalid},
+		{Name: "typ missing", Token: withHeader(`{"alg":"RS256","kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "typ JOSE", Token: withHeader(`{"alg":"RS256","typ":"JOSE","kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "typ at+jwt", Token: withHeader(`{"alg":"RS256","typ":"at+jwt","kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "typ number", Token: withHeader(`{"alg":"RS256","typ":1,"kid":"rsa-1"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "alg missing", Token: unsigned(`{"typ":"JWT","kid":"rsa-1"}`, nil), Want: linktoken.CodeTokenMalformed},
+		{Name: "alg missing with signature", Token: unsigned(`{"typ":"JWT","kid":"rsa-1"}`, []byte("sig")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg number", Token: unsigned(`{"alg":256,"typ":"JWT","kid":"rsa-1"}`, []byte("sig")), Want: linktoken.CodeHeaderInvalid},
+		{Name: "alg none", Token: unsigned(`{"alg":"none","typ":"JWT","kid":"rsa-1"}`, []byte("x")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg None", Token: unsigned(`{"alg":"None","typ":"JWT","kid":"rsa-1"}`, []byte("x")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg NONE", Token: unsigned(`{"alg":"NONE","typ":"JWT","kid":"rsa-1"}`, []byte("x")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg nOnE", Token: unsigned(`{"alg":"nOnE","typ":"JWT","kid":"rsa-1"}`, []byte("x")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg rs256 lowercase", Token: unsigned(`{"alg":"rs256","typ":"JWT","kid":"rsa-1"}`, []byte("x")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg RS384", Token: withHeader(`{"alg":"RS384","typ":"JWT","kid":"rsa-1"}`, "RS384", "rsa-1"), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg ES384", Token: unsigned(`{"alg":"ES384","typ":"JWT","kid":"ec-1"}`, make([]byte, 96)), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg EdDSA", Token: unsigned(`{"alg":"EdDSA","typ":"JWT","kid":"ec-1"}`, make([]byte, 64)), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "HS256 with public key PEM as secret", Token: hsWith(func(tb testing.TB) []byte {
+			return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER(tb)})
+		}), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "HS256 with public key DER as secret", Token: hsWith(pubDER), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "HS256 with public JWK JSON as secret", Token: hsWith(func(tb testing.TB) []byte {
+			data, _ := json.Marshal(jwkJSON(tb, &keys(tb).rsa.PublicKey, "rsa-1", ""))
+			return data
+		}), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "HS384", Token: hs256("HS384", []byte("secret")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "HS512", Token: hs256("HS512", []byte("secret")), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "alg outside the partner's set", Rules: linktoken.Rules{Algorithms: []string{linktoken.ES256}},
+			Token: withHeader(headerJSON(linktoken.RS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "kid missing", Token: withHeader(`{"alg":"RS256","typ":"JWT"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyIDMissing},
+		{Name: "kid empty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":""}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyIDMissing},
+		{Name: "kid number", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":1}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		{Name: "kid unknown", Token: withHeader(headerJSON(linktoken.RS256, "rsa-9"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyUnknown, Secrets: []string{"rsa-9"}},
+		{Name: "kid path traversal", Token: withHeader(headerJSON(linktoken.RS256, "../../../etc/passwd"), linktoken.RS256, "rsa-1"),
+			Want: linktoken.CodeKeyUnknown, Secrets: []string{"passwd"}},
+		{Name: "kid SQL", Token: withHeader(headerJSON(linktoken.RS256, `x' OR '1'='1`), linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyUnknown, Secrets: []string{"OR"}},
+		{Name: "kid shell", Token: withHeader(headerJSON(linktoken.RS256, "$(reboot);`id`"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyUnknown, Secrets: []string{"reboot"}},
+		{Name: "kid huge", Token: withHeader(headerJSON(linktoken.RS256, strings.Repeat("k", 4000)), linktoken.RS256, "rsa-1"), Want: linktoken.CodeKeyUnknown, Secrets: []string{"kkkk"}},
+		{Name: "kid of another key type, RS256 on EC key", Token: withHeader(headerJSON(linktoken.RS256, "ec-1"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "kid of another key type, ES256 on RSA key", Token: withHeader(headerJSON(linktoken.ES256, "rsa-1"), linktoken.ES256, "ec-1"), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "PS256 header on a key with alg RS256", Token: withHeader(headerJSON(linktoken.PS256, "rsa-rs"), linktoken.PS256, "rsa-rs"), Want: linktoken.CodeAlgorithmNotAllowed},
+		{Name: "RS256 header, PS256 signature", Token: func(tb testing.TB) string {
+			tok := resign(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.PS256, "rsa-1")
+			return tok
+		}, Want: linktoken.CodeSignatureInvalid},
+		{Name: "PS256 header, RS256 signature", Token: withHeader(headerJSON(linktoken.PS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeSignatureInvalid},
+	}
+	for _, m := range []string{"jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "cty", "enc", "zip"} {
+		for _, val := range []string{`"x"`, `null`} {
+			cases = append(cases, Rejection{
+				Name:  "member " + m + " " + val,
+				Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","`+m+`":`+val+`}`, linktoken.RS256, "rsa-1"),
+				Want:  linktoken.CodeHeaderInvalid,
+			})
+		}
+	}
+	cases = append(cases,
+		Rejection{Name: "embedded attacker jwk", Token: func(tb testing.TB) string {
+			k := keys(tb)
+			j, _ := json.Marshal(jwkJSON(tb, &k.rsa2.PublicKey, "rsa-1", ""))
+			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","jwk":`+string(j)+`}`, claims(tb), linktoken.RS256, "rsa-rs")
+		}, Want: linktoken.CodeHeaderInvalid},
+		Rejection{Name: "nested JWT cty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","cty":"JWT"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		Rejection{Name: "crit with b64 false", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","b64":false,"crit":["b64"]}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+	)
+	return cases
+}
+
+func signatureCases() []Rejection {
+	claims := func(tb testing.TB) string { return claimsJSON(tb, MainClaims()) }
+	replaceSig := func(alg string, f func(tb testing.TB, sig []byte) []byte) func(tb testing.TB) string {
+		return func(tb testing.TB) string {
+			tok := resign(tb, headerJSON(alg, kidFor(alg)), claims(tb), alg, kidFor(alg))
+			s := strings.Split(tok, ".")
+			sig, err := base64.RawURLEncoding.DecodeString(s[2])
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return s[0] + "." + s[1] + "." + b64u(f(tb, sig))
+		}
+	}
+	n := elliptic.P256().Params().N
+	cases := []Rejection{
+		{Name: "ES256 r=s=0", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte { return make([]byte, 64) }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 r=s=n", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte {
+			out := make([]byte, 64)
+			n.FillBytes(out[:32])
+			n.FillBytes(out[32:])
+			return out
+		}), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 s+n overflow", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte {
+			s := new(big.Int).SetBytes(sig[32:])
+			s.Add(s, n)
+			return append(sig[:32:32], s.Bytes()...)
+		}), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 63 bytes", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte { return sig[1:] }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 65 bytes", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte { return append([]byte{0}, sig...) }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 DER signature", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte {
+			r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+			der := derSignature(r, s)
+			return der
+		}), Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 flipped bit", Token: replaceSig(linktoken.ES256, func(tb testing.TB, sig []byte) []byte { sig[10] ^= 1; return sig }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "RS256 leading zero added", Token: replaceSig(linktoken.RS256, func(tb testing.TB, sig []byte) []byte { return append([]byte{0}, sig...) }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "RS256 first byte dropped", Token: replaceSig(linktoken.RS256, func(tb testing.TB, sig []byte) []byte { return sig[1:] }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "RS256 leading zero stripped", Token: func(tb testing.TB) string {
+			// Sign until the signature starts with a zero byte (1 in 256), then strip it: the
+			// integer is the same, the encoding is not the modulus's length.
+			for i := 0; i < 5000; i++ {
+				c := MainClaims()
+				c["nonce"] = Nonce + strings.Repeat("x", i%50) + string(rune('a'+i%26))
+				c["caseId"] = "case-" + big.NewInt(int64(i)).String()
+				tok := Token(tb, linktoken.RS256, "rsa-1", c)
+				s := strings.Split(tok, ".")
+				sig, _ := base64.RawURLEncoding.DecodeString(s[2])
+				if sig[0] == 0 {
+					return s[0] + "." + s[1] + "." + b64u(sig[1:])
+				}
+			}
+			tb.Fatal("no signature with a leading zero in 5000 tries")
+			return ""
+		}, Want: linktoken.CodeSignatureInvalid},
+		{Name: "PS256 flipped bit", Token: replaceSig(linktoken.PS256, func(tb testing.TB, sig []byte) []byte { sig[100] ^= 0x80; return sig }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "RS256 all zero", Token: replaceSig(linktoken.RS256, func(tb testing.TB, sig []byte) []byte { return make([]byte, len(sig)) }), Want: linktoken.CodeSignatureInvalid},
+		{Name: "claims changed after signing", Token: func(tb testing.TB) string {
+			tok := Token(tb, linktoken.ES256, "ec-1", MainClaims())
+			s := strings.Split(tok, ".")
+			c := MainClaims()
+			c["employeeId"] = "admin"
+			return s[0] + "." + b64u([]byte(claimsJSON(tb, c))) + "." + s[2]
+		}, Want: linktoken.CodeSignatureInvalid},
+		{Name: "signed by another key with the same kid", Token: func(tb testing.TB) string {
+			return signRaw(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.RS256, keys(tb).rsa2)
+		}, Want: linktoken.CodeSignatureInvalid},
+		{Name: "ES256 signed by another EC key with the same kid", Token: func(tb testing.TB) string {
+			return signRaw(tb, headerJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, keys(tb).ec2)
+		}, Want: linktoken.CodeSignatureInvalid},
+		{Name: "RS256 with a signature of other claims", Token: func(tb testing.TB) string {
+			a := strings.Split(Token(tb, linktoken.RS256, "rsa-1", MainClaims()), ".")
+			b := strings.Split(Token(tb, linktoken.RS256, "rsa-1", GoClaims()), ".")
+			return a[0] + "." + a[1] + "." + b[2]
+		}, Want: linktoken.CodeSignatureInvalid},
+	}
+	return cases
+
+}
+
+// derSignature is the ASN.1 DER form of an ECDSA signature, which JWS never uses.
+func derSignature(r, s *big.Int) []byte {
+	enc := func(x *big.Int) []byte {
+		b := x.Bytes()
+		if len(b) == 0 || b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return append([]byte{0x02, byte(len(b))}, b...)
+	}
+	body := append(enc(r), enc(s)...)
+	return append([]byte{0x30, byte(len(body))}, body...)
+}
+
+func claimCases() []Rejection {
+	header := headerJSON(linktoken.ES256, "ec-1")
+	raw := func(claims string) func(tb testing.TB) string {
+		return func(tb testing.TB) string { return resign(tb, header, claims, linktoken.ES256, "ec-1") }
+	}
+	member := func(name, value string) func(tb testing.TB) string {
+		return func(tb testing.TB) string {
+			return resign(tb, header, rawClaims(tb, name, value), linktoken.ES256, "ec-1")
+		}
+	}
+	with := func(f func(c map[string]any)) func(tb testing.TB) string {
+		return func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", withClaims(f)) }
+	}
+	rename := func(from, to string) func(tb testing.TB) string {
+		return with(func(c map[string]any) { c[to] = c[from]; delete(c, from) })
+	}
+	nbf := Now.Unix()
+	leeway := linktoken.DefaultLeeway
+	return []Rejection{
+		{Name: "claims not JSON", Token: raw(`not json`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "claims JSON array", Token: raw(`[1,2]`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "claims JSON string", Token: raw(`"x"`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "claims null", Token: raw(`null`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "claims empty object", Token: raw(`{}`), Want: linktoken.CodeIssuerInvalid},
+		{Name: "claims trailing data", Token: func(tb testing.TB) string {
+			return resign(tb, header, claimsJSON(tb, MainClaims())+`{}`, linktoken.ES256, "ec-1")
+		}, Want: linktoken.CodeClaimsInvalid},
+		{Name: "claims invalid UTF-8", Token: func(tb testing.TB) string {
+			return resign(tb, header, rawClaims(tb, "note", "\"\xc3\x28\""), linktoken.ES256, "ec-1")
+		}, Want: linktoken.CodeClaimsInvalid},
+		{Name: "duplicate nonce", Token: func(tb testing.TB) string {
+			return resign(tb, header, rawClaims(tb, "nonce", `"`+Nonce+`","nonce":"`+Nonce+`2"`), linktoken.ES256, "ec-1")
+		}, Want: linktoken.CodeClaimsInvalid},
+		{Name: "duplicate exp", Token: member("exp", `9999999999,"exp":1`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "duplicate employeeId", Token: member("employeeId", `"a","employeeId":"b"`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "duplicate in contact", Token: member("contact", `{"id":"c","firstname":"A","firstname":"B","lastname":"L"}`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "duplicate unknown claim", Token: member("x", `1,"x":2`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant duplicate employeeId", Token: member("employeeId", `"emp-1","EMPLOYEEID":"emp-admin"`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant duplicate in contact", Token: member("contact", `{"id":"c","ID":"c2","firstname":"A","lastname":"L"}`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "unicode fold duplicate", Token: member("employeeUsername", "\"a\",\"employeeUſername\":\"b\""), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant alone", Token: rename("employeeId", "EmployeeId"), Want: linktoken.CodeClaimsInvalid},
+		{Name: "delimiter variant alone", Token: rename("employeeId", "employee_id"), Want: linktoken.CodeClaimsInvalid},
+		{Name: "unicode fold variant alone", Token: rename("employeeUsername", "employeeUſername"), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant of nonce", Token: rename("nonce", "Nonce"), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant of exp next to exp", Token: member("exp", big.NewInt(nbf+300).String()+`,"EXP":1`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "case variant in contact alone", Token: member("contact", `{"ID":"c","firstname":"A","lastname":"L"}`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "extra claim nested too deeply", Token: member("x", strings.Repeat("[", 20)+strings.Repeat("]", 20)), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp as string", Token: member("exp", `"`+big.NewInt(nbf+300).String()+`"`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp null", Token: member("exp", `null`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp fractional", Token: member("exp", big.NewInt(nbf+299).String()+`.5`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp exponent", Token: member("exp", `1.7e9`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp negative", Token: member("exp", `-1`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp huge", Token: member("exp", strings.Repeat("9", 400)), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp beyond year 9999", Token: member("exp", `253402300800`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "nbf as bool", Token: member("nbf", `true`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "iat as string", Token: member("iat", `"now"`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud as number", Token: member("aud", `7`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud as object", Token: member("aud", `{"a":"svc-link"}`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud array of numbers", Token: member("aud", `[1]`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud array with a number after it", Token: member("aud", `["svc-link",1]`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud array nested", Token: member("aud", `[["svc-link"]]`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud null", Token: member("aud", `null`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "aud prefix", Token: member("aud", `"svc-link2"`), Want: linktoken.CodeAudienceInvalid},
+		{Name: "iss as array", Token: member("iss", `["https://acme.example"]`), Want: linktoken.CodeClaimsInvalid},
+		{Name: "nonce as object", Token: member("nonce", `{"v":"`+Nonce+`"}`), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce as number", Token: member("nonce", `12345678901234567890`), Want: linktoken.CodeNonceInvalid},
+		{Name: "employeeId as number", Token: member("employeeId", `1042`), Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
+		{Name: "contact as string", Token: member("contact", `"Ola"`), Want: linktoken.CodePayloadInvalid, Field: "contact"},
+		{Name: "contact firstname as number", Token: member("contact", `{"id":"c","firstname":7,"lastname":"L"}`), Want: linktoken.CodePayloadInvalid, Field: "contact.firstname"},
+		{Name: "iss other", Token: with(func(c map[string]any) { c["iss"] = "https://evil.example" }), Want: linktoken.CodeIssuerInvalid, Secrets: []string{"evil"}},
+		{Name: "iss other case", Token: with(func(c map[string]any) { c["iss"] = "https://ACME.example" }), Want: linktoken.CodeIssuerInvalid},
+		{Name: "iss trailing slash", Token: with(func(c map[string]any) { c["iss"] = Issuer + "/" }), Want: linktoken.CodeIssuerInvalid},
+		{Name: "iss missing", Token: with(func(c map[string]any) { delete(c, "iss") }), Want: linktoken.CodeIssuerInvalid},
+		{Name: "aud other", Token: with(func(c map[string]any) { c["aud"] = "svc-other" }), Want: linktoken.CodeAudienceInvalid},
+		{Name: "aud array without it", Token: with(func(c map[string]any) { c["aud"] = []string{"a", "b"} }), Want: linktoken.CodeAudienceInvalid},
+		{Name: "aud empty array", Token: with(func(c map[string]any) { c["aud"] = []string{} }), Want: linktoken.CodeAudienceInvalid},
+		{Name: "aud missing", Token: with(func(c map[string]any) { delete(c, "aud") }), Want: linktoken.CodeAudienceInvalid},
+		{Name: "nbf missing", Token: with(func(c map[string]any) { delete(c, "nbf"); delete(c, "iat") }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp missing", Token: with(func(c map[string]any) { delete(c, "exp") }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "lifetime 301s", Token: with(func(c map[string]any) { c["exp"] = nbf + 301 }), Want: linktoken.CodeLifetimeTooLong},
+		{Name: "lifetime one day", Token: with(func(c map[string]any) { c["exp"] = nbf + 86400 }), Want: linktoken.CodeLifetimeTooLong},
+		// In nanoseconds these differences wrap around int64 to a negative duration.
+		{Name: "lifetime 1e10 s", Token: with(func(c map[string]any) { c["exp"] = nbf + 1e10 }), Want: linktoken.CodeLifetimeTooLong},
+		{Name: "lifetime to year 9999", Token: with(func(c map[string]any) { c["exp"] = int64(253402300799) }), Want: linktoken.CodeLifetimeTooLong},
+		{Name: "lifetime over a shorter partner maximum", Rules: linktoken.Rules{MaxLifetime: time.Minute},
+			Token: with(func(c map[string]any) { c["exp"] = nbf + 61 }), Want: linktoken.CodeLifetimeTooLong},
+		{Name: "lifetime 301s with leeway inside", Now: Now.Add(time.Second),
+			Token: with(func(c map[string]any) { c["exp"] = nbf + 301 }), Want: linktoken.CodeLifetimeTooLong},
+		{Name: "exp equal to nbf", Token: with(func(c map[string]any) { c["exp"] = nbf }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "exp before nbf", Token: with(func(c map[string]any) { c["exp"] = nbf - 10 }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "iat before nbf", Token: with(func(c map[string]any) { c["iat"] = nbf - 1 }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "iat after nbf", Token: with(func(c map[string]any) { c["iat"] = nbf + 1 }), Want: linktoken.CodeClaimsInvalid},
+		{Name: "nbf beyond leeway", Now: Now.Add(-leeway - time.Second), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenNotYetValid},
+		{Name: "expired exactly at exp plus leeway", Now: Now.Add(300*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "expired one second beyond leeway", Now: Now.Add(301*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "expired long ago", Now: Now.Add(24 * time.Hour), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "nonce missing", Token: with(func(c map[string]any) { delete(c, "nonce") }), Want: linktoken.CodeNonceMissing},
+		{Name: "nonce empty", Token: with(func(c map[string]any) { c["nonce"] = "" }), Want: linktoken.CodeNonceMissing},
+		{Name: "nonce 15 bytes", Token: with(func(c map[string]any) { c["nonce"] = strings.Repeat("n", 15) }), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce 257 bytes", Token: with(func(c map[string]any) { c["nonce"] = strings.Repeat("n", 257) }), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce over a partner maximum", Rules: linktoken.Rules{NonceMaxLength: 32},
+			Token: with(func(c map[string]any) { c["nonce"] = strings.Repeat("n", 33) }), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce with space", Token: with(func(c map[string]any) { c["nonce"] = "nonce with spaces in it" }), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce with newline", Token: with(func(c map[string]any) { c["nonce"] = "0123456789abcdef\n" }), Want: linktoken.CodeNonceInvalid},
+		{Name: "nonce non-ASCII", Token: with(func(c map[string]any) { c["nonce"] = "0123456789abcdefø" }), Want: linktoken.CodeNonceInvalid},
+		{Name: "main link to a go-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindGo}},
+			Token: with(func(c map[string]any) {}), Want: linktoken.CodeKindNotAllowed},
+		{Name: "go link to a main-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindMain}},
+			Token: func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", GoClaims()) }, Want: linktoken.CodeKindNotAllowed},
+		{Name: "organizationId missing", Token: with(func(c map[string]any) { delete(c, "organizationId") }), Want: linktoken.CodePayloadInvalid, Field: "organizationId"},
+		{Name: "birthdate not a date", Token: with(func(c map[string]any) {
+			c["contact"].(map[string]any)["birthdate"] = "1981-02-29"
+		}), Want: linktoken.CodePayloadInvalid, Field: "contact.birthdate"},
+		{Name: "contact missing", Token: with(func(c map[string]any) { delete(c, "contact") }), Want: linktoken.CodePayloadInvalid, Field: "contact"},
+		{Name: "control character in a name", Token: with(func(c map[string]any) { c["employeeFirstname"] = "Åse\r\nX-Evil: 1" }), Want: linktoken.CodePayloadInvalid, Field: "employeeFirstname"},
+		{Name: "go link without contact email", Token: func(tb testing.TB) string {
+			c := GoClaims()
+			delete(c["contact"].(map[string]any), "email")
+			return Token(tb, linktoken.ES256, "ec-1", c)
+		}, Want: linktoken.CodePayloadInvalid, Field: "contact.email"},
+	}
+}
