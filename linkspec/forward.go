@@ -38,7 +38,7 @@ type Field struct {
 }
 
 // Fields lists every payload field of the spec's tables in table order.
-var Fields = []Field{
+var Fields = [...]Field{
 	{"employeeId", "Employee-Id"},
 	{"employeeUsername", "Employee-Username"},
 	{"employeeFirstname", "Employee-Firstname"},
@@ -79,6 +79,15 @@ func (p *Payload) fieldPtrs(alloc bool) [18]*string {
 	}
 }
 
+// Values returns the value of every field, in the order of Fields ("" where unset).
+func (p *Payload) Values() [len(Fields)]string {
+	var v [len(Fields)]string
+	for i, ptr := range p.fieldPtrs(false) {
+		v[i] = *ptr
+	}
+	return v
+}
+
 // EachField calls fn with the header suffix and the value of every non-empty field.
 func (p *Payload) EachField(fn func(header, value string)) {
 	for i, ptr := range p.fieldPtrs(false) {
@@ -105,25 +114,36 @@ const upperhex = "0123456789ABCDEF"
 // EncodeHeaderValue percent-encodes every byte of s outside RFC 3986's unreserved set, so
 // the value is printable ASCII whatever the input.
 func EncodeHeaderValue(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !unreserved(s[i]) {
-			n++
-		}
-	}
-	if n == 0 {
+	n := EncodedLen(s)
+	if n == len(s) {
 		return s
 	}
-	b := make([]byte, 0, len(s)+2*n)
+	return string(AppendHeaderValue(make([]byte, 0, n), s))
+}
+
+// EncodedLen returns the length of EncodeHeaderValue(s); it equals len(s) exactly when s
+// needs no encoding.
+func EncodedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			n += 2
+		}
+	}
+	return n
+}
+
+// AppendHeaderValue appends EncodeHeaderValue(s) to dst.
+func AppendHeaderValue(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if unreserved(c) {
-			b = append(b, c)
+			dst = append(dst, c)
 		} else {
-			b = append(b, '%', upperhex[c>>4], upperhex[c&15])
+			dst = append(dst, '%', upperhex[c>>4], upperhex[c&15])
 		}
 	}
-	return string(b)
+	return dst
 }
 
 // DecodeHeaderValue reverses EncodeHeaderValue.

@@ -19,9 +19,9 @@ import (
 	"encoding/base64"
 	"math/big"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/partnergate/partnergate/internal/benchcpu"
 )
 
 var benchAlgs = []string{RS256, PS256, ES256}
@@ -42,13 +42,13 @@ func BenchmarkVerify(b *testing.B) {
 				b.Fatalf("Verify() = %v", err)
 			}
 			b.ReportAllocs()
-			cpu := startCPU(b)
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				if _, err := v.Verify(ctx, token, set); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
@@ -90,13 +90,13 @@ func BenchmarkRawSignature(b *testing.B) {
 				b.Fatal("the raw check refuses the token's signature")
 			}
 			b.ReportAllocs()
-			cpu := startCPU(b)
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				if !verify() {
 					b.Fatal("refused")
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
@@ -122,29 +122,4 @@ func BenchmarkVerifyRejects(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuMeter reports the process CPU time per operation (cpu-ns/op) beside the wall time:
-// on a machine whose cores other work shares, wall time per operation includes the time
-// the benchmark waited for a core, and CPU time does not.
-type cpuMeter struct{ start time.Duration }
-
-func startCPU(b *testing.B) cpuMeter {
-	b.Helper()
-	return cpuMeter{start: processCPU(b)}
-}
-
-func (m cpuMeter) report(b *testing.B) {
-	b.Helper()
-	if b.N > 0 {
-		b.ReportMetric(float64(processCPU(b)-m.start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

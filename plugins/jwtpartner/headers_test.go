@@ -9,7 +9,7 @@ import (
 	"github.com/partnergate/partnergate/integration/harness"
 )
 
-func TestStripPrefixed(t *testing.T) {
+func TestInNamespace(t *testing.T) {
 	tests := []struct {
 		name   string
 		prefix string
@@ -25,20 +25,50 @@ func TestStripPrefixed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := http.Header{}
-			for _, k := range tt.in {
-				h[k] = []string{"v"} // raw keys, as a non-canonicalizing client stack might leave them
-			}
-			stripPrefixed(h, tt.prefix)
 			var got []string
-			for k := range h {
-				got = append(got, k)
+			for _, k := range tt.in {
+				if !inNamespace(k, tt.prefix) {
+					got = append(got, k)
+				}
 			}
 			sort.Strings(got)
 			if strings.Join(got, ",") != strings.Join(tt.keep, ",") {
-				t.Errorf("stripPrefixed(%q, %q) kept %q, want %q", tt.in, tt.prefix, got, tt.keep)
+				t.Errorf("outside %q of %q: %q, want %q", tt.prefix, tt.in, got, tt.keep)
 			}
 		})
+	}
+}
+
+// TestForwardStripsNamespace: every client header in the namespace, in any spelling, is
+// gone from the forwarded request, the verified ones are set once, and the headers of the
+// unforwarded body are gone too.
+func TestForwardStripsNamespace(t *testing.T) {
+	f := newFixture(t, nil)
+	r := urlRequest("demo", f.token(t, "RS256", harness.Token{}))
+	for _, k := range []string{"X-Partner-Employee-Id", "X-Partner-Name", "X-Partner-Admin", "x-partner-kind", "X_Partner_Claims"} {
+		r.Header[k] = []string{"spoofed"} // raw keys, as a non-canonicalizing client stack might leave them
+	}
+	r.Header.Set("Accept-Language", "sv")
+	r.Header.Set("Trailer", "X-Partner-Name")
+	_, next, _, _ := f.serve(r)
+	if !next.called {
+		t.Fatal("not forwarded")
+	}
+	for k, v := range next.header {
+		if inNamespace(k, "X-Partner-") && (len(v) != 1 || v[0] == "spoofed") {
+			t.Errorf("forwarded %s = %q, want one verified value", k, v)
+		}
+	}
+	for _, k := range []string{"X-Partner-Admin", "Content-Type", "Content-Length", "Trailer"} {
+		if v, ok := next.header[k]; ok {
+			t.Errorf("forwarded %s = %q, want it gone", k, v)
+		}
+	}
+	if got := next.header.Get("Accept-Language"); got != "sv" {
+		t.Errorf("forwarded Accept-Language = %q, want the client's sv", got)
+	}
+	if got := next.header.Get("X-Partner-Name"); got != "demo" {
+		t.Errorf("forwarded X-Partner-Name = %q, want demo", got)
 	}
 }
 
@@ -129,6 +159,45 @@ func TestForwardDropsBodyFraming(t *testing.T) {
 	for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding", "Expect", "Trailer"} {
 		if v := next.header.Get(h); v != "" {
 			t.Errorf("upstream %s = %q, want none", h, v)
+		}
+	}
+}
+
+// TestPlaceholders: every placeholder of the handler's doc comment resolves to the verified
+// value on success; on rejection only the request's own ones do.
+func TestPlaceholders(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.token(t, "ES256", harness.Token{})
+	_, next, repl, _ := f.serve(urlRequest("demo", tok))
+	if !next.called {
+		t.Fatal("not forwarded")
+	}
+	claims := strings.Split(tok, ".")[1]
+	for name, want := range map[string]string{
+		"partner": "demo", "endpoint": "url", "kind": "main", "issuer": testIssuer,
+		"kid": f.keys["ES256"].Kid, "alg": "ES256", "claims": claims,
+		"employeeId": next.header.Get("X-Partner-Employee-Id"), "contact.id": next.header.Get("X-Partner-Contact-Id"),
+	} {
+		if got, ok := repl.GetString(placeholderPrefix + name); !ok || got != want || want == "" {
+			t.Errorf("{%s%s} = %q (set: %v), want %q", placeholderPrefix, name, got, ok, want)
+		}
+	}
+	if id, _ := repl.GetString(placeholderPrefix + "request_id"); id == "" || id != next.header.Get("X-Partner-Request-Id") {
+		t.Errorf("{http.jwt_partner.request_id} = %q, want the forwarded request id", id)
+	}
+	for _, name := range []string{"error_code", "caseId.x", "nothing"} {
+		if got, ok := repl.GetString(placeholderPrefix + name); ok {
+			t.Errorf("{%s%s} = %q, want it unset", placeholderPrefix, name, got)
+		}
+	}
+
+	_, _, repl, _ = f.serve(urlRequest("demo", tok)) // a replay
+	if got, _ := repl.GetString(placeholderPrefix + "error_code"); got != "token_replayed" {
+		t.Errorf("{http.jwt_partner.error_code} = %q, want token_replayed", got)
+	}
+	for _, name := range []string{"kind", "issuer", "claims", "employeeId"} {
+		if got, ok := repl.GetString(placeholderPrefix + name); ok {
+			t.Errorf("rejected: {%s%s} = %q, want it unset", placeholderPrefix, name, got)
 		}
 	}
 }

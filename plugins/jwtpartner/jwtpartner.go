@@ -143,6 +143,7 @@ type Handler struct {
 	store    nonce.Store
 	secret   []byte
 	prefix   string
+	names    headerNames
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
@@ -233,6 +234,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.prefix == "" {
 		h.prefix = linkspec.DefaultHeaderPrefix
 	}
+	h.names = newHeaderNames(h.prefix)
 	if h.Errors == "" {
 		h.Errors = ErrorsRespond
 	}
@@ -312,7 +314,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		repl = caddy.NewReplacer()
 	}
 	rq := &request{start: start, requestID: requestID(repl)}
-	repl.Set(placeholderPrefix+"request_id", rq.requestID)
+	repl.Map(rq.placeholder)
 
 	// Caddy sets no read_body timeout by default, and max_body_size bounds bytes, not
 	// time: without a deadline a body sent one byte a minute holds the connection for
@@ -321,7 +323,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// here and keep Caddy's own timeouts.
 	rc := http.NewResponseController(w)
 	deadline := h.ReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(time.Duration(h.ReadTimeout))) == nil
-	rej := h.handle(r, rq, repl)
+	rej := h.handle(r, rq)
 	if deadline {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
@@ -329,9 +331,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if !rq.bodyRead && r.ContentLength != 0 && r.ProtoMajor == 1 {
 			leaveBody(w, r, rc, rej)
 		}
-		return h.writeRejection(w, rq, repl, rej)
+		return h.writeRejection(w, rq, rej)
 	}
-	h.forward(r, rq, repl)
+	h.forward(r, rq)
 	h.logOutcome(rq, nil)
 	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), outcomeAccepted)
 	return next.ServeHTTP(w, r)
@@ -369,6 +371,8 @@ type request struct {
 	token     *linktoken.Token
 	alg, kid  string
 	bodyRead  bool // the whole body was read (so the connection can be kept)
+	forwarded bool // the request passed and goes to the next handler
+	errorCode Code // the rejection's code
 }
 
 func (rq *request) partnerLabel() string {
@@ -392,7 +396,7 @@ const (
 )
 
 // handle runs every check in order, cheapest first, and claims the nonce last.
-func (h *Handler) handle(r *http.Request, rq *request, repl *caddy.Replacer) *rejection {
+func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	name, endpoint, ok := splitPartnerPath(r.URL.EscapedPath())
 	if !ok {
 		return reject(CodeNotFound, "no partner link endpoint at this path")
@@ -402,14 +406,12 @@ func (h *Handler) handle(r *http.Request, rq *request, repl *caddy.Replacer) *re
 	knownEndpoint := endpoint == endpointURL || endpoint == endpointPayload
 	if knownEndpoint {
 		rq.endpoint = endpoint
-		repl.Set(placeholderPrefix+"endpoint", endpoint)
 	}
 	ps, ok := h.partners[name]
 	if !ok {
 		return reject(CodePartnerUnknown, "no partner of that name is configured")
 	}
 	rq.partner = name
-	repl.Set(placeholderPrefix+"partner", name)
 	if !knownEndpoint {
 		return reject(CodeNotFound, "the partner endpoints are /url and /payload")
 	}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/benchcpu"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )
@@ -485,12 +486,14 @@ func BenchmarkServeHTTP(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := benchcpu.Start(b)
 			for i := 0; i < b.N; i++ {
 				_, next, _, _ := f.serve(urlRequest("demo", toks[i]))
 				if !next.called {
 					b.Fatal("not forwarded")
 				}
 			}
+			cpu.Report(b)
 		})
 	}
 }

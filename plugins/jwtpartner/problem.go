@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"net/http"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/partnergate/partnergate/linkspec"
@@ -174,10 +173,10 @@ func (rq *request) problem(rej *rejection) Problem {
 }
 
 // writeRejection answers a refused request, logs it and counts it. The next handler is not called.
-func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, repl *caddy.Replacer, rej *rejection) error {
+func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *rejection) error {
 	h.logOutcome(rq, rej)
 	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), string(rej.code))
-	repl.Set(placeholderPrefix+"error_code", string(rej.code))
+	rq.errorCode = rej.code
 
 	status := statusOf(rej.code)
 	hdr := w.Header()
