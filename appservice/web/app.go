@@ -20,15 +20,20 @@ const (
 	csrfCookie    = "pg_csrf"
 )
 
-// setCookie sets an HttpOnly cookie for the whole site. Over HTTPS it is Secure and
-// SameSite=None, because a partner may show the application in an iframe of its own site,
-// where a Lax or Strict cookie would never be sent. Over plain HTTP (the localhost demo)
-// browsers refuse SameSite=None without Secure, so it is Lax: a same-site iframe (the
-// partner page on localhost) still works. The CSRF token, not SameSite, protects the forms.
+// setCookie sets an HttpOnly cookie for the whole site. Over HTTPS it is Secure,
+// SameSite=None and Partitioned, because a partner may show the application in an iframe
+// of its own site, where a Lax or Strict cookie would never be sent, and browsers that
+// block third-party cookies keep only partitioned ones there (CHIPS: the cookie is kept
+// per top-level site, so the partner's iframe and a new tab each have their own session,
+// which suits one-time links). Over plain HTTP (the localhost demo) browsers refuse
+// SameSite=None without Secure, so it is Lax: a same-site iframe (the partner page on
+// localhost) still works, a cross-site one cannot. The CSRF token, not SameSite, protects
+// the forms. A deletion (maxAge < 0) carries the same attributes: a partitioned cookie is
+// only replaced by a partitioned one.
 func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, MaxAge: maxAge}
 	if h.https(r) {
-		c.Secure, c.SameSite = true, http.SameSiteNoneMode
+		c.Secure, c.SameSite, c.Partitioned = true, http.SameSiteNoneMode, true
 	} else {
 		c.SameSite = http.SameSiteLaxMode
 	}

@@ -403,6 +403,10 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	})
 }
 
+// TestCookieAttributes: over HTTPS the cookies work in a partner's cross-site iframe:
+// SameSite=None needs Secure, and browsers that block third-party cookies keep only
+// Partitioned (CHIPS) ones there. Over plain HTTP they are Lax and unpartitioned: a
+// cross-site iframe cannot work without HTTPS.
 func TestCookieAttributes(t *testing.T) {
 	for _, tt := range []struct {
 		name, public, fwd string
@@ -429,8 +433,25 @@ func TestCookieAttributes(t *testing.T) {
 			if c == nil {
 				t.Fatalf("no %s cookie set", sessionCookie)
 			}
-			if !c.HttpOnly || c.Secure != tt.secure || c.SameSite != tt.sameSite || c.Path != "/" {
-				t.Errorf("cookie HttpOnly %v Secure %v SameSite %v Path %q, want true %v %v /", c.HttpOnly, c.Secure, c.SameSite, c.Path, tt.secure, tt.sameSite)
+			// The page sets the CSRF cookie; signing out deletes the session cookie, which
+			// must carry the same attributes to reach the partitioned one.
+			page := b.do(httptest.NewRequest(http.MethodGet, "/go", nil))
+			tok := csrfField.FindStringSubmatch(body(t, page))
+			if tok == nil {
+				t.Fatal("no CSRF token on the Go page")
+			}
+			out := httptest.NewRequest(http.MethodPost, "/app/signout", strings.NewReader(url.Values{"csrf": {tok[1]}}.Encode()))
+			out.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			signout := b.do(out)
+			cookies := append(append(res.Cookies(), page.Cookies()...), signout.Cookies()...)
+			if len(cookies) != 3 {
+				t.Fatalf("cookies set: %v, want session, CSRF and session deletion", cookies)
+			}
+			for _, c := range cookies {
+				if !c.HttpOnly || c.Secure != tt.secure || c.SameSite != tt.sameSite || c.Partitioned != tt.secure || c.Path != "/" {
+					t.Errorf("cookie %s: HttpOnly %v Secure %v SameSite %v Partitioned %v Path %q, want true %v %v %v /",
+						c.Name, c.HttpOnly, c.Secure, c.SameSite, c.Partitioned, c.Path, tt.secure, tt.sameSite, tt.secure)
+				}
 			}
 			if hsts := res.Header.Get("Strict-Transport-Security"); (hsts != "") != tt.secure {
 				t.Errorf("Strict-Transport-Security = %q with HTTPS %v", hsts, tt.secure)
