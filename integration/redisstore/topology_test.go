@@ -117,3 +117,42 @@ func waitUntil(t *testing.T, what string, f func() error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestClusterStalledNodeAnswers503: a Cluster master that stops answering in the middle of
+// a claim gets the request 503 nonce_store_unavailable within about one read_timeout, never
+// 409 token_replayed. The stalled node applies the claim when it wakes; had the gateway
+// re-sent it (go-redis's cluster client retries timeouts), the retry would find that key
+// and call the fresh token a replay.
+func TestClusterStalledNodeAnswers503(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3, "--enable-debug-command", "yes")
+	const readTimeout = 300 * time.Millisecond
+	f := startFleet(t, 1, "nonce_store redis {\n addresses "+nodes[0].Addr()+"\n read_timeout 300ms\n }")
+	c := f.instances[0]
+	// connect to every master before the stall
+	for i := range 20 {
+		if resp := c.PostURL(t, "demo", f.mint(t)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("warm-up token %d: status %d body %s, want 200", i, resp.StatusCode, resp.Body)
+		}
+	}
+	// every master stalls, so whichever serves the nonce's slot does
+	var stalls []<-chan struct{}
+	for _, n := range nodes {
+		stalls = append(stalls, n.Stall(4*readTimeout))
+	}
+	tok := f.mint(t)
+	start := time.Now()
+	resp := c.PostURL(t, "demo", tok)
+	elapsed := time.Since(start)
+	for _, s := range stalls {
+		<-s
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || code(resp) != "nonce_store_unavailable" {
+		t.Fatalf("token during the stall: status %d code %q, want 503 nonce_store_unavailable", resp.StatusCode, code(resp))
+	}
+	if elapsed > 2*readTimeout {
+		t.Errorf("answered after %s, want about one read_timeout (%s): the claim was re-sent", elapsed, readTimeout)
+	}
+	if n := len(f.up.Requests()); n != 20 {
+		t.Errorf("upstream received %d requests, want the 20 warm-up ones", n)
+	}
+}

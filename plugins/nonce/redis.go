@@ -440,11 +440,11 @@ func (r *Redis) Cleanup() error {
 	return err
 }
 
-// claimScript is the claim with the clean-start guard, one atomic step on the key's slot:
-// KEYS[1] the nonce key, KEYS[2] its bucket's marker; ARGV[1] the expiry (Unix ms),
+// claimScriptSource is the claim with the clean-start guard, one atomic step on the key's
+// slot: KEYS[1] the nonce key, KEYS[2] its bucket's marker; ARGV[1] the expiry (Unix ms),
 // ARGV[2] the token's issue time minus the guard's leeway (Unix ms), ARGV[3] now (Unix ms).
 // It answers 1 fresh, 0 replayed, -1 issued before the marker.
-var claimScript = redis.NewScript(`
+const claimScriptSource = `
 local epoch = redis.call('GET', KEYS[2])
 if not epoch then
 	epoch = ARGV[3]
@@ -457,7 +457,40 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1]) then
 	return 1
 end
 return 0
-`)
+`
+
+// claimScriptSHA is the SHA-1 that EVALSHA runs the script by.
+var claimScriptSHA = redis.NewScript(claimScriptSource).Hash()
+
+// The claim's commands are sent at most once. MaxRetries -1 stops a single server's or
+// Sentinel client's retries, but a ClusterClient re-sends a command after a timeout or a
+// dropped connection within its MaxRedirects loop, and only the command's NoRetry stops
+// that. A claim whose reply was lost may have been applied: sent again, SET NX finds the
+// key its first attempt wrote and answers nil, so a fresh token would be refused as a
+// replay (409) instead of 503, after up to four read timeouts. go-redis still follows
+// MOVED and ASK (and READONLY) for a NoRetry command: there the command was not run.
+type (
+	onceStatusCmd struct{ *redis.StatusCmd }
+	onceCmd       struct{ *redis.Cmd }
+)
+
+func (onceStatusCmd) NoRetry() bool { return true }
+func (onceCmd) NoRetry() bool       { return true }
+
+// evalOnce sends name (evalsha or eval) with script, keys and args once and returns the
+// command with its reply.
+func evalOnce(ctx context.Context, c redis.UniversalClient, name, script string, keys []string, args ...any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3) // the Cluster slot is the first key's
+	_ = c.Process(ctx, onceCmd{cmd})
+	return cmd
+}
 
 // Claim implements Store.
 func (r *Redis) Claim(ctx context.Context, e Entry) (bool, error) {
@@ -479,7 +512,7 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	c := r.conn.client
 	if !r.RequireCleanStart {
 		cmd := redis.NewStatusCmd(ctx, "set", key, "1", "nx", "pxat", untilMS)
-		_ = c.Process(ctx, cmd)
+		_ = c.Process(ctx, onceStatusCmd{cmd})
 		v, err := cmd.Result()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -493,7 +526,13 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 		}
 	}
 	issued := e.IssuedAt.Add(-time.Duration(r.CleanStartLeeway)).UnixMilli()
-	v, err := claimScript.Run(ctx, c, []string{key, r.KeyPrefix + bucket + "epoch"}, untilMS, issued, r.now().UnixMilli()).Int64()
+	keys := []string{key, r.KeyPrefix + bucket + "epoch"}
+	cmd := evalOnce(ctx, c, "evalsha", claimScriptSHA, keys, untilMS, issued, r.now().UnixMilli())
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		// the script was not run (a new or restarted server): sending it is no retry
+		cmd = evalOnce(ctx, c, "eval", claimScriptSource, keys, untilMS, issued, r.now().UnixMilli())
+	}
+	v, err := cmd.Int64()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("claiming nonce in redis: %v", err)

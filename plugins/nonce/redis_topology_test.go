@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partnergate/partnergate/plugins/nonce/redistest"
 )
 
@@ -124,5 +127,148 @@ func TestRedisSentinelFailover(t *testing.T) {
 	})
 	if fresh, err := claimCtx(t, r, before); err != nil || fresh {
 		t.Errorf("replay of a nonce claimed before failover = %v, %v, want false, nil", fresh, err)
+	}
+}
+
+// TestRedisClusterNodeStalls: a master that stops answering in the middle of a claim (DEBUG
+// SLEEP, as an overloaded or stalled node) fails the claim with an error within about one
+// read_timeout. The claim must never be re-sent: the node applies the first attempt when it
+// wakes, so a re-sent SET NX would find the key that attempt wrote and answer "replayed"
+// for a fresh token (409 instead of 503), after up to four read timeouts.
+func TestRedisClusterNodeStalls(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3, "--enable-debug-command", "yes")
+	const readTimeout = 300 * time.Millisecond
+	for _, guard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("require_clean_start=%v", guard), func(t *testing.T) {
+			prefix := fmt.Sprintf("stall-%v:", guard)
+			r := &Redis{Addresses: []string{nodes[0].Addr()}, KeyPrefix: prefix, RequireCleanStart: guard,
+				ReadTimeout: caddy.Duration(readTimeout), PingInterval: caddy.Duration(time.Hour)}
+			provisionRedis(t, r)
+			// issued after the guard's start, so that the guard lets the claims reach the write
+			future := func(e Entry) Entry { e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway); return e }
+			// connect to every master (and load the guard's script) before the stall
+			for i := range 30 {
+				e := future(liveEntry("acme", fmt.Sprintf("nonce-stall-warm-%04d", i)))
+				if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
+					t.Fatalf("warm-up Claim = %v, %v, want true, nil", fresh, err)
+				}
+			}
+
+			e := future(liveEntry("acme", "nonce-stall-0000001"))
+			bucket, hash := redisKeyParts(e.Partner, e.Nonce)
+			owner := masterFor(t, r, nodes, prefix+bucket+hash)
+			stallDone := owner.Stall(4 * readTimeout)
+			start := time.Now()
+			fresh, err := claimCtx(t, r, e)
+			elapsed := time.Since(start)
+			<-stallDone
+			if err == nil {
+				t.Fatalf("Claim against a stalled master = %v, nil, want an error (503); a re-sent claim answers replayed for a fresh token", fresh)
+			}
+			if elapsed > 2*readTimeout {
+				t.Errorf("Claim against a stalled master failed after %s, want about one read_timeout (%s): the claim was re-sent", elapsed, readTimeout)
+			}
+		})
+	}
+}
+
+// masterFor returns the node that serves key.
+func masterFor(t *testing.T, r *Redis, nodes []*redistest.Server, key string) *redistest.Server {
+	t.Helper()
+	cc, ok := r.conn.client.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("client is %T, want a cluster client", r.conn.client)
+	}
+	m, err := cc.MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatalf("MasterForKey: %v", err)
+	}
+	for _, n := range nodes {
+		if n.Addr() == m.Options().Addr {
+			return n
+		}
+	}
+	t.Fatalf("no node serves %s", m.Options().Addr)
+	return nil
+}
+
+// TestRedisClusterFollowsMoved: a claim whose slot moved to another master after the store
+// loaded the slot map is redirected (MOVED) and lands there: the claim is sent at most once
+// per node, but redirects are still followed.
+func TestRedisClusterFollowsMoved(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+	ids := map[*redistest.Server]string{}
+	for _, n := range nodes {
+		ids[n] = n.Do("CLUSTER", "MYID").(string)
+	}
+	for _, guard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("require_clean_start=%v", guard), func(t *testing.T) {
+			do := func(n *redistest.Server, args ...any) any {
+				t.Helper()
+				v, err := n.Client().Do(ctx, args...).Result()
+				if err != nil {
+					t.Fatalf("redis %v: %v", args, err)
+				}
+				return v
+			}
+			prefix := fmt.Sprintf("moved-%v:", guard)
+			r := &Redis{Addresses: []string{nodes[0].Addr()}, KeyPrefix: prefix, RequireCleanStart: guard, PingInterval: caddy.Duration(time.Hour)}
+			provisionRedis(t, r)
+			if guard {
+				eventually(t, 10*time.Second, "markers written", func() error {
+					n := 0
+					for _, node := range nodes {
+						n += len(node.Client().Keys(ctx, prefix+"{*}epoch").Val())
+					}
+					if n != redisBuckets {
+						return fmt.Errorf("%d markers, want %d", n, redisBuckets)
+					}
+					return nil
+				})
+			}
+			// A nonce whose slot holds no key but its bucket's marker, which is deleted
+			// (the claim writes it again), so that the slot moves by reassignment alone.
+			var e Entry
+			var key string
+			var slot int64
+			var from *redistest.Server
+			for i := 0; ; i++ {
+				e = liveEntry("acme", fmt.Sprintf("nonce-moved-%v-%06d", guard, i))
+				e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway) // past the guard's start
+				bucket, hash := redisKeyParts(e.Partner, e.Nonce)
+				key = prefix + bucket + hash
+				slot = do(nodes[0], "CLUSTER", "KEYSLOT", key).(int64)
+				from = masterFor(t, r, nodes, key) // the store's slot map is loaded now
+				do(from, "DEL", prefix+bucket+"epoch")
+				if do(from, "CLUSTER", "COUNTKEYSINSLOT", slot) == int64(0) {
+					break
+				}
+			}
+			to := nodes[0]
+			if to == from {
+				to = nodes[1]
+			}
+			for _, n := range append([]*redistest.Server{to, from}, nodes...) {
+				do(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+			}
+			eventually(t, 10*time.Second, "slot moved", func() error {
+				err := from.Client().Get(ctx, key).Err()
+				if err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
+					return fmt.Errorf("GET at the old master = %v, want MOVED", err)
+				}
+				return nil
+			})
+
+			if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
+				t.Fatalf("Claim after the slot moved = %v, %v, want true, nil", fresh, err)
+			}
+			if n := to.Client().Exists(ctx, key).Val(); n != 1 {
+				t.Errorf("the claim is not on the slot's new master")
+			}
+			if fresh, err := claimCtx(t, r, e); err != nil || fresh {
+				t.Errorf("replay = %v, %v, want false, nil", fresh, err)
+			}
+		})
 	}
 }

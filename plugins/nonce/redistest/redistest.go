@@ -160,6 +160,35 @@ func (s *Server) Restart() {
 	}
 }
 
+// Stall makes the server stop answering for d (DEBUG SLEEP, which needs the server started
+// with "--enable-debug-command", "yes"), as an overloaded or stalled node does, and returns
+// once it has stopped; the channel is closed when it answers again.
+func (s *Server) Stall(d time.Duration) <-chan struct{} {
+	s.t.Helper()
+	done := make(chan struct{})
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: d + 5*time.Second, TLSConfig: s.tlsConfig})
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, TLSConfig: s.tlsConfig})
+	s.t.Cleanup(func() { admin.Close(); probe.Close() })
+	if err := probe.Ping(context.Background()).Err(); err != nil {
+		s.t.Fatalf("PING before the stall: %v", err)
+	}
+	go func() {
+		defer close(done)
+		if err := admin.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err(); err != nil {
+			s.t.Errorf("DEBUG SLEEP: %v", err)
+		}
+	}()
+	// the probe times out once the server is asleep
+	deadline := time.Now().Add(d / 2)
+	for probe.Ping(context.Background()).Err() == nil {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server on port %d did not stall", s.port)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return done
+}
+
 // Client is an administrative client of this server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
 	s.mu.Lock()
@@ -185,9 +214,10 @@ func (s *Server) Do(args ...any) any {
 	return v
 }
 
-// StartCluster starts n cluster-enabled masters (no replicas), joins them with
-// redis-cli --cluster create and waits until every node reports cluster_state:ok.
-func StartCluster(t testing.TB, n int) []*Server {
+// StartCluster starts n cluster-enabled masters (no replicas) with the extra arguments,
+// joins them with redis-cli --cluster create and waits until every node reports
+// cluster_state:ok.
+func StartCluster(t testing.TB, n int, extra ...string) []*Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("redis-cli is not installed (scripts/test-deps.sh installs it): %v", err)
@@ -195,8 +225,9 @@ func StartCluster(t testing.TB, n int) []*Server {
 	nodes := make([]*Server, n)
 	addrs := make([]string, n)
 	for i := range nodes {
-		nodes[i] = Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(FreePort(t)), "--cluster-node-timeout", "2000")
+		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(FreePort(t)), "--cluster-node-timeout", "2000"}, extra...)
+		nodes[i] = Start(t, args...)
 		addrs[i] = nodes[i].Addr()
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
