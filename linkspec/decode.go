@@ -99,12 +99,13 @@ func (c *Claims) Check(reserved ...string) error {
 
 // StrictClaims returns the go-json-experiment options of DecodePayload, for decoders of a
 // claim set that embed Payload in a larger struct: exact names, no duplicates, valid UTF-8.
-func StrictClaims() json.Options {
-	return json.JoinOptions(
-		jsontext.AllowDuplicateNames(false),
-		jsontext.AllowInvalidUTF8(false),
-	)
-}
+func StrictClaims() json.Options { return strictClaims }
+
+// strictClaims is made once: joining options allocates, and every token is decoded with them.
+var strictClaims = json.JoinOptions(
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
 
 // NameError names the defined field or claim that a member's name comes near; the member's
 // own name is partner text and is not repeated.

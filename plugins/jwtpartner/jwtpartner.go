@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -420,7 +421,9 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 		return reject(CodeMethodNotAllowed, "partner links are sent with POST")
 	}
 
-	token, rej := h.readToken(r, endpoint, &rq.bodyRead)
+	var body *bytes.Buffer
+	defer func() { releaseBody(body) }()
+	token, rej := h.readToken(r, endpoint, &rq.bodyRead, &body)
 	if rej != nil {
 		return rej
 	}
@@ -481,8 +484,9 @@ func splitPartnerPath(escaped string) (name, endpoint string, ok bool) {
 
 // readToken reads the token from the body of an /url or /payload request, with the media
 // type, size and count rules of the endpoint. It sets *bodyRead once the body has been read
-// to its end.
-func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool) ([]byte, *rejection) {
+// to its end. The token it returns lives in *held, a pooled buffer the caller hands back
+// with releaseBody once it is done with the token.
+func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, held **bytes.Buffer) ([]byte, *rejection) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	want := "text/plain"
 	if endpoint == endpointPayload {
@@ -501,15 +505,18 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool) ([
 		// Declared too large: refuse without reading a byte of it.
 		return nil, reject(CodeBodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.MaxBodySize))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.MaxBodySize))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, reject(CodeBodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.MaxBodySize))
-		}
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	*held = buf
+	// One byte over the limit tells a body that is too large from one that just fits.
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxBodySize+1)); err != nil {
 		return nil, &rejection{code: CodeBodyUnreadable, detail: "the request body could not be read", err: err}
 	}
+	if int64(buf.Len()) > h.MaxBodySize {
+		return nil, reject(CodeBodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.MaxBodySize))
+	}
 	*bodyRead = true
+	body := buf.Bytes()
 
 	if endpoint == endpointURL {
 		tok := bytes.TrimSpace(body)
@@ -555,6 +562,19 @@ func tokenInQuery(rawQuery string) bool {
 		}
 	}
 	return false
+}
+
+// bodyBuffers hold request bodies while their token is verified: nothing of the body
+// outlives the request (the verified token's values are copies), and a body is read on
+// every request.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// releaseBody returns a body buffer to the pool; buffers grown by an oversized body are
+// left to the garbage collector.
+func releaseBody(b *bytes.Buffer) {
+	if b != nil && b.Cap() <= 64<<10 {
+		bodyBuffers.Put(b)
+	}
 }
 
 // onlyCharset reports whether params has no parameter other than charset; the token is

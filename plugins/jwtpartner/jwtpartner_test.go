@@ -1,6 +1,7 @@
 package jwtpartner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -518,7 +519,9 @@ func FuzzReadToken(f *testing.F) {
 		r.URL.RawQuery = query
 		r.Header.Set("Content-Type", contentType)
 		var bodyRead bool
-		tok, rej := h.readToken(r, endpoint, &bodyRead)
+		var held *bytes.Buffer
+		tok, rej := h.readToken(r, endpoint, &bodyRead, &held)
+		defer releaseBody(held)
 		if rej != nil {
 			if tok != nil || rej.code == "" {
 				t.Fatalf("readToken rejected with code %q and returned %q", rej.code, tok)
