@@ -84,7 +84,8 @@ const (
 	DefaultNonceMaxLength = 256
 )
 
-// Rules are one partner's verification rules. Zero durations and lengths take the defaults.
+// Rules are one partner's verification rules. Zero durations and lengths take the defaults;
+// a negative Leeway means none (Verifier.Rules then reports 0).
 type Rules struct {
 	Issuer         string
 	Audience       string

@@ -118,7 +118,9 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 	case r.Leeway == 0:
 		r.Leeway = DefaultLeeway
 	case r.Leeway < 0:
-		return nil, fmt.Errorf("leeway %v is negative", r.Leeway)
+		// Zero asks for the default, so no leeway is asked for with a negative value, as
+		// Caddy's durations say "off".
+		r.Leeway = 0
 	case r.Leeway > maxLeeway:
 		return nil, fmt.Errorf("leeway %v is over %v", r.Leeway, maxLeeway)
 	}

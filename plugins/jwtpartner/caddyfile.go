@@ -43,11 +43,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			max_stale        <duration>
 //			kinds            <main|go...>
 //			max_lifetime     <duration>
-//			leeway           <duration>
+//			leeway           <duration>|0
 //			nonce_min_length <n>
 //			nonce_max_length <n>
 //		}
-//		leeway          <duration>
+//		leeway          <duration>|0
 //		max_lifetime    <duration>
 //		max_body_size   <size>
 //		read_timeout    <duration>
@@ -58,7 +58,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // partner may repeat, once per name; every other subdirective may appear once. Each partner
-// needs issuer, audience and exactly one of jwks_file and jwks_url.
+// needs issuer, audience and exactly one of jwks_file and jwks_url. Durations are positive,
+// except that leeway 0 asks for no leeway at all (JSON -1: a zero there is the default).
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
@@ -98,7 +99,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Partners[name] = p
 
 		case "leeway":
-			if err := durationArg(d, &h.Leeway); err != nil {
+			if err := leewayArg(d, &h.Leeway); err != nil {
 				return err
 			}
 		case "max_lifetime":
@@ -225,7 +226,7 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 				return nil, d.Errf("partner %s: max_lifetime: at most %s", name, linktoken.DefaultMaxLifetime)
 			}
 		case "leeway":
-			err = durationArg(d, &p.Leeway)
+			err = leewayArg(d, &p.Leeway)
 		case "nonce_min_length":
 			err = intArg(d, &p.NonceMinLength)
 		case "nonce_max_length":
@@ -271,6 +272,33 @@ func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 		return d.Errf("%s %q: want a positive duration such as 30s", opt, s)
 	}
 	*dst = caddy.Duration(dur)
+	return nil
+}
+
+// noLeeway is the JSON leeway that the Caddyfile's "leeway 0" writes: in JSON a zero (or an
+// absent value) takes the default, and a negative duration means none, as Caddy's own
+// durations say "off" (reverse_proxy's flush_interval -1, the servers' timeouts).
+const noLeeway = caddy.Duration(-1)
+
+// leewayArg reads a leeway: a positive duration, or 0 for none.
+func leewayArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(s)
+	switch {
+	case err != nil || dur < 0:
+		return d.Errf("leeway %q: want a duration such as 30s, or 0 for none", s)
+	case dur > linktoken.DefaultMaxLifetime:
+		// linktoken's bound: a leeway beyond the lifetime limit would accept tokens the
+		// lifetime rule was meant to have expired.
+		return d.Errf("leeway %q: at most %s", s, linktoken.DefaultMaxLifetime)
+	case dur == 0:
+		*dst = noLeeway
+	default:
+		*dst = caddy.Duration(dur)
+	}
 	return nil
 }
 

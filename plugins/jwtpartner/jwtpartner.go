@@ -100,7 +100,8 @@ type Handler struct {
 	Partners map[string]*Partner `json:"partners,omitempty"`
 
 	// Leeway is the clock skew allowed around nbf and exp for every partner that does not
-	// set its own. Default 30s. It never widens max_lifetime.
+	// set its own. Default 30s; a negative value (the Caddyfile's "leeway 0" writes -1)
+	// means none, since zero means the default. At most 5m. It never widens max_lifetime.
 	Leeway caddy.Duration `json:"leeway,omitempty"`
 
 	// MaxLifetime is the longest exp - nbf accepted for every partner that does not set its
@@ -196,7 +197,7 @@ type Partner struct {
 	// MaxLifetime overrides the handler's max_lifetime for this partner. At most 5m.
 	MaxLifetime caddy.Duration `json:"max_lifetime,omitempty"`
 
-	// Leeway overrides the handler's leeway for this partner.
+	// Leeway overrides the handler's leeway for this partner; a negative value means none.
 	Leeway caddy.Duration `json:"leeway,omitempty"`
 
 	// NonceMinLength is the shortest nonce accepted, in characters. Default 16.

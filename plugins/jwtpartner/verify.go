@@ -37,7 +37,8 @@ func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (
 }
 
 // rules turns a partner's configuration into linktoken.Rules. Zero values are left for
-// NewVerifier to fill with linktoken's defaults, so the defaults live in one place.
+// NewVerifier to fill with linktoken's defaults, so the defaults live in one place; a
+// negative leeway (none) passes through, since linktoken reads it the same way.
 func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
 	if p.Issuer == "" {
 		return linktoken.Rules{}, errors.New("issuer is required")
@@ -66,8 +67,8 @@ func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
 	if r.MaxLifetime > linktoken.DefaultMaxLifetime {
 		return linktoken.Rules{}, fmt.Errorf("max_lifetime %s: the interface allows at most %s", r.MaxLifetime, linktoken.DefaultMaxLifetime)
 	}
-	if r.MaxLifetime < 0 || r.Leeway < 0 {
-		return linktoken.Rules{}, errors.New("max_lifetime and leeway must not be negative")
+	if r.MaxLifetime < 0 {
+		return linktoken.Rules{}, errors.New("max_lifetime must not be negative")
 	}
 	for _, k := range p.Kinds {
 		kind, ok := linkspec.ParseKind(k)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/linktoken"
 )
 
 // TestProvisionAndValidateRefuseBadJSON covers the checks a JSON configuration (which skips
@@ -57,6 +59,49 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 				t.Errorf("Provision+Validate(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLeeway: zero takes the default, a negative leeway (the Caddyfile's "leeway 0") means
+// none, and a partner's own leeway, none included, wins over the handler's.
+func TestLeeway(t *testing.T) {
+	tests := []struct {
+		name             string
+		handler, partner caddy.Duration
+		want             time.Duration
+	}{
+		{"default", 0, 0, linktoken.DefaultLeeway},
+		{"handler's", caddy.Duration(10 * time.Second), 0, 10 * time.Second},
+		{"handler's none", -1, 0, 0},
+		{"partner's none over handler's", caddy.Duration(10 * time.Second), -1, 0},
+		{"partner's over handler's none", -1, caddy.Duration(5 * time.Second), 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(h *Handler) {
+				h.Leeway = tt.handler
+				h.Partners["demo"].Leeway = tt.partner
+			})
+			if got := f.h.partners["demo"].verifier.Rules().Leeway; got != tt.want {
+				t.Errorf("leeway (handler %v, partner %v) = %v, want %v", tt.handler, tt.partner, got, tt.want)
+			}
+		})
+	}
+
+	// With none, a token is refused the moment it expires, and its nonce is kept until then.
+	f := newFixture(t, func(h *Handler) { h.Leeway = -1 })
+	tok := f.token(t, "ES256", harness.Token{Now: f.now.Add(-time.Minute), Lifetime: time.Minute}) // exp == now
+	if w, next, _, _ := f.serve(urlRequest("demo", tok)); next.called || w.Code != 401 || !strings.Contains(w.Body.String(), "token_expired") {
+		t.Errorf("token at its exp with leeway none: status %d, forwarded %v, want 401 token_expired", w.Code, next.called)
+	}
+	tok = f.token(t, "ES256", harness.Token{Now: f.now.Add(-time.Minute), Lifetime: time.Minute + time.Second})
+	if w, next, _, _ := f.serve(urlRequest("demo", tok)); !next.called {
+		t.Fatalf("token one second before its exp with leeway none: status %d, want forwarded", w.Code)
+	}
+	for _, e := range f.store.seen {
+		if want := f.now.Add(time.Second); !e.Until.Equal(want) {
+			t.Errorf("nonce kept until %v, want exp %v", e.Until, want)
+		}
 	}
 }
 
