@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,7 +80,7 @@ func ExampleClient_URL() {
 		io.Copy(io.Discard, r.Body)
 		if calls++; calls == 1 {
 			w.Header().Set("Content-Type", "text/plain")
-			fmt.Fprintln(w, "https://app.example/signin?code=one-time")
+			fmt.Fprintln(w, "https://sso.example.com/app/login?code=one-time")
 			return
 		}
 		w.Header().Set("Content-Type", "application/problem+json")
@@ -102,8 +103,55 @@ func ExampleClient_URL() {
 		fmt.Println(rej.Status, rej.Code)
 	}
 	// Output:
-	// https://app.example/signin?code=one-time <nil>
+	// https://sso.example.com/app/login?code=one-time <nil>
 	// 409 token_replayed
+}
+
+// openLink is the guide's Go snippet: docs/partners.md includes this function verbatim
+// (partnerkit's guide test compares them), and Example_guide runs it.
+func openLink(ctx context.Context, gateway string, privatePEM []byte) (string, error) {
+	signer, err := partnerkit.NewSignerPEM(privatePEM, "acme-2026-03", "ES256", "https://acme.example", "svc-link")
+	if err != nil {
+		return "", err
+	}
+	client := &partnerkit.Client{Gateway: gateway, Partner: "acme", Signer: signer}
+	loginURL, err := client.URL(ctx, partnerkit.GoPayload(
+		partnerkit.Organization{Name: "Acme Clinic", ID: "org-17"},
+		partnerkit.Contact{ID: "c-4711", Firstname: "Åsa", Lastname: "Lind", Email: "asa@example.org"},
+	))
+	var rej *partnerkit.Rejection
+	if errors.As(err, &rej) {
+		// The gateway refused the link: match on rej.Code (section 4), quote rej.RequestID.
+		return "", fmt.Errorf("link refused: %s (request %s)", rej.Code, rej.RequestID)
+	}
+	return loginURL, err // open it in the user's browser at once: its code works once
+}
+
+// The guide's Go snippet, against a stand-in for the gateway that verifies the token with
+// the gateway's own verifier and answers as the reference app service does.
+func Example_guide() {
+	key, _ := partnerkit.GenerateKey("ES256", 0)
+	privatePEM, _ := partnerkit.MarshalPrivateKey(key)
+	jwks, _ := partnerkit.MarshalJWKS(partnerkit.PublicKey{KeyID: "acme-2026-03", Algorithm: "ES256", Key: key.Public()})
+	set, _ := linktoken.ParseKeySet(jwks)
+	verifier, _ := linktoken.NewVerifier(linktoken.Rules{Issuer: "https://acme.example", Audience: "svc-link"})
+	var gateway *httptest.Server
+	gateway = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := io.ReadAll(r.Body)
+		if _, err := verifier.Verify(r.Context(), token, set); err != nil || r.URL.Path != "/partner/acme/url" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"status":401,"code":%q,"request_id":"r-1"}`, linktoken.CodeOf(err))
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, gateway.URL+"/app/login?code=one-time")
+	}))
+	defer gateway.Close()
+
+	loginURL, err := openLink(context.Background(), gateway.URL, privatePEM)
+	fmt.Println(strings.TrimPrefix(loginURL, gateway.URL), err)
+	// Output: /app/login?code=one-time <nil>
 }
 
 // FormPage makes the page for the /payload endpoint: serve it in the tab, iframe or web

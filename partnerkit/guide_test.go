@@ -50,28 +50,56 @@ func guideSnippets(t *testing.T) map[string]string {
 	return out
 }
 
-var snippetFiles = []string{"snippets/node/mint.mjs", "snippets/python/mint.py"}
+// snippetFiles are the guide's snippets that the tests run as programs; goSnippets are Go
+// functions of this package's tests ("FILE#FUNC", relative to docs/), compiled and run by
+// their examples.
+var (
+	snippetFiles = []string{"snippets/node/mint.mjs", "snippets/python/mint.py"}
+	goSnippets   = []string{"../partnerkit/example_test.go#openLink"}
+)
 
 func TestGuideSnippetsAreTheFiles(t *testing.T) {
 	blocks := guideSnippets(t)
-	for _, path := range snippetFiles {
+	for _, path := range append(append([]string(nil), snippetFiles...), goSnippets...) {
 		t.Run(path, func(t *testing.T) {
-			file, err := os.ReadFile(filepath.Join("../docs", path))
+			file, fn, _ := strings.Cut(path, "#")
+			data, err := os.ReadFile(filepath.Join("../docs", file))
 			if err != nil {
 				t.Fatal(err)
+			}
+			want := string(data)
+			if fn != "" {
+				if want = goFunc(want, fn); want == "" {
+					t.Fatalf("%s has no func %s", file, fn)
+				}
 			}
 			block, ok := blocks[path]
 			if !ok {
 				t.Fatalf("docs/partners.md does not include %s", path)
 			}
-			if block != string(file) {
+			if block != want {
 				t.Errorf("docs/partners.md's copy of %s differs from the file: copy the file into the guide", path)
 			}
 		})
 	}
-	if len(blocks) != len(snippetFiles) {
-		t.Errorf("guide includes %d snippets, the test runs %d: add the new one to snippetFiles", len(blocks), len(snippetFiles))
+	if n := len(snippetFiles) + len(goSnippets); len(blocks) != n {
+		t.Errorf("guide includes %d snippets, the test checks %d: add the new one to snippetFiles or goSnippets", len(blocks), n)
 	}
+}
+
+// goFunc returns the text of the top-level func name in src, from its func line to its
+// closing brace, or "".
+func goFunc(src, name string) string {
+	start := strings.Index(src, "\nfunc "+name+"(")
+	if start < 0 {
+		return ""
+	}
+	body := src[start+1:]
+	end := strings.Index(body, "\n}\n")
+	if end < 0 {
+		return ""
+	}
+	return body[:end+3]
 }
 
 // TestGuideListsEveryCode: every linktoken code has a row in the guide's error table.
