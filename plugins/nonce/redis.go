@@ -427,6 +427,10 @@ func (r *Redis) Validate() error {
 
 // Cleanup releases this instance's client; the last release closes the connections and
 // stops the reachability checks. It is safe after a failed or partial Provision.
+//
+// r.conn stays set: on a reload Caddy cleans up the old config while requests it admitted
+// may still be claiming, so Cleanup must not write what Claim reads. Once the last user has
+// released the client it is closed, and those claims fail closed.
 func (r *Redis) Cleanup() error {
 	if r.stopMarkers != nil {
 		r.stopMarkers()
@@ -436,7 +440,7 @@ func (r *Redis) Cleanup() error {
 		return nil
 	}
 	_, err := redisPool.Delete(r.poolKey)
-	r.poolKey, r.conn = "", nil
+	r.poolKey = ""
 	return err
 }
 

@@ -862,3 +862,55 @@ func TestRedisACL(t *testing.T) {
 		}
 	})
 }
+
+// TestRedisCleanupDuringClaims: on a reload Caddy cleans up the old config while requests it
+// admitted may still be claiming. Those claims must not race with Cleanup (run with -race),
+// and once the client is closed they fail closed.
+func TestRedisCleanupDuringClaims(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &Redis{Address: srv.Addr()}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	if err := r.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var claims atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = r.Claim(context.Background(), liveEntry("acme", fmt.Sprintf("nonce-cleanup-%d-%08d", w, i)))
+				claims.Add(1)
+			}
+		}()
+	}
+	eventually(t, 5*time.Second, "claims running", func() error {
+		if claims.Load() < 20 {
+			return errors.New("fewer than 20 claims")
+		}
+		return nil
+	})
+	if err := r.Cleanup(); err != nil {
+		t.Errorf("Cleanup: %v", err)
+	}
+	at := claims.Load()
+	eventually(t, 5*time.Second, "claims after Cleanup", func() error {
+		if claims.Load() < at+20 {
+			return errors.New("fewer than 20 claims")
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-cleanup-after1")); err == nil || fresh {
+		t.Errorf("Claim after Cleanup = %v, %v, want false and an error", fresh, err)
+	}
+}
