@@ -241,7 +241,8 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("creating redis client: %v", err)
 	}
 	r.conn = v.(*redisConn)
-	r.metrics = registerRedisMetrics(ctx.GetMetricsRegistry(), r.target)
+	r.metrics = registerRedisMetrics(ctx.GetMetricsRegistry())
+	r.metrics.up.add(r.conn)
 	redisLoggerOnce.Do(func() { redis.SetLogger(caddyRedisLogger{}) })
 	if r.RequireCleanStart {
 		mctx, cancel := context.WithCancel(ctx)
@@ -439,6 +440,9 @@ func (r *Redis) Cleanup() error {
 	if r.poolKey == "" {
 		return nil
 	}
+	if r.metrics != nil {
+		r.metrics.up.remove(r.conn)
+	}
 	_, err := redisPool.Delete(r.poolKey)
 	r.poolKey = ""
 	return err
@@ -609,7 +613,6 @@ func (c *redisConn) ping(ctx context.Context) error {
 		err = c.client.Ping(ctx).Err()
 	}
 	c.up.Store(err == nil)
-	setReachable(c.target, err == nil)
 	if err != nil {
 		return fmt.Errorf("pinging redis: %v", err)
 	}

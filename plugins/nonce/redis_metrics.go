@@ -3,36 +3,21 @@ package nonce
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// reachable holds, per target, whether the last ping succeeded. It is package state rather
-// than per client so that a gauge registered by an earlier config reads the same value as
-// the client that replaced it.
-var reachable sync.Map // target string → *atomic.Bool
-
-func setReachable(target string, up bool) {
-	v, _ := reachable.LoadOrStore(target, new(atomic.Bool))
-	v.(*atomic.Bool).Store(up)
-}
-
-func isReachable(target string) bool {
-	v, ok := reachable.Load(target)
-	return ok && v.(*atomic.Bool).Load()
-}
-
 // redisMetrics are the redis store's collectors in one Caddy metrics registry.
 type redisMetrics struct {
 	duration *prometheus.HistogramVec
 	claims   *prometheus.CounterVec
+	up       *upCollector
 }
 
 // registerRedisMetrics registers the collectors in reg, or reuses those already there: a
 // second store in the same config, or a reload into the same registry, must not fail.
-func registerRedisMetrics(reg prometheus.Registerer, target string) *redisMetrics {
+func registerRedisMetrics(reg prometheus.Registerer) *redisMetrics {
 	m := &redisMetrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "partnergate",
@@ -53,20 +38,65 @@ func registerRedisMetrics(reg prometheus.Registerer, target string) *redisMetric
 	}
 	m.duration = registerOrExisting(reg, m.duration)
 	m.claims = registerOrExisting(reg, m.claims)
-	up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace:   "partnergate",
-		Subsystem:   "nonce_store_redis",
-		Name:        "up",
-		Help:        "1 when the last periodic ping of the Redis nonce store succeeded, else 0.",
-		ConstLabels: prometheus.Labels{"target": target},
-	}, func() float64 {
-		if isReachable(target) {
-			return 1
-		}
-		return 0
+	m.up = registerOrExisting(reg, &upCollector{
+		desc: prometheus.NewDesc("partnergate_nonce_store_redis_up",
+			"1 when the last periodic ping of every Redis client for the target succeeded, else 0.",
+			[]string{"target"}, nil),
+		conns: map[*redisConn]int{},
 	})
-	_ = registerOrExisting[prometheus.Collector](reg, up)
 	return m
+}
+
+// upCollector reports the reachability of the Redis clients that the stores of one config
+// use. The state lives on each shared client (redisConn.up), not per target: two stores
+// may reach the same target with different settings (credentials, TLS, timeouts), and
+// then one can fail while the other succeeds. The gauge of a target is 1 only when every
+// client for it is up, because a request through either store depends on its own client.
+type upCollector struct {
+	desc  *prometheus.Desc
+	mu    sync.Mutex
+	conns map[*redisConn]int // the stores using each client
+}
+
+func (u *upCollector) add(c *redisConn) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.conns[c]++
+}
+
+func (u *upCollector) remove(c *redisConn) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.conns[c]--; u.conns[c] <= 0 {
+		delete(u.conns, c)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (u *upCollector) Describe(ch chan<- *prometheus.Desc) { ch <- u.desc }
+
+// Collect implements prometheus.Collector.
+func (u *upCollector) Collect(ch chan<- prometheus.Metric) {
+	u.mu.Lock()
+	up := make(map[string]bool, len(u.conns))
+	for c := range u.conns {
+		all, seen := up[c.target]
+		up[c.target] = c.up.Load() && (all || !seen)
+	}
+	u.mu.Unlock()
+	for target, ok := range up {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(u.desc, prometheus.GaugeValue, v, target)
+	}
 }
 
 func registerOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) C {

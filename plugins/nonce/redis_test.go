@@ -557,20 +557,7 @@ func TestRedisMetrics(t *testing.T) {
 	if counter("fresh") != 1 || counter("replayed") != 1 || counter("error") != 0 {
 		t.Errorf("claims fresh, replayed, error = %v, %v, %v, want 1, 1, 0", counter("fresh"), counter("replayed"), counter("error"))
 	}
-	gaugeUp := func() (float64, error) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			return 0, err
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "partnergate_nonce_store_redis_up" {
-				for _, m := range mf.GetMetric() {
-					return m.GetGauge().GetValue(), nil
-				}
-			}
-		}
-		return 0, errors.New("partnergate_nonce_store_redis_up not gathered")
-	}
+	gaugeUp := func() (float64, error) { return gatherUp(reg, srv.Addr()) }
 	eventually(t, 5*time.Second, "up gauge", func() error {
 		if v, err := gaugeUp(); err != nil || v != 1 {
 			return fmt.Errorf("up = %v, %v, want 1", v, err)
@@ -912,5 +899,74 @@ func TestRedisCleanupDuringClaims(t *testing.T) {
 	wg.Wait()
 	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-cleanup-after1")); err == nil || fresh {
 		t.Errorf("Claim after Cleanup = %v, %v, want false and an error", fresh, err)
+	}
+}
+
+// gatherUp returns the value of partnergate_nonce_store_redis_up for target in reg.
+func gatherUp(reg prometheus.Gatherer, target string) (float64, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "partnergate_nonce_store_redis_up" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "target" && l.GetValue() == target {
+					return m.GetGauge().GetValue(), nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("partnergate_nonce_store_redis_up{target=%q} not gathered", target)
+}
+
+// TestRedisUpPerClient: two stores reach the same target with different settings, and only
+// one of them can (the other has a wrong password). Each client keeps its own state, and
+// the target's gauge is 0 while either fails: requests through that store get 503.
+func TestRedisUpPerClient(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "right")
+	good := &Redis{Address: srv.Addr(), Password: "right", PingInterval: caddy.Duration(20 * time.Millisecond)}
+	ctx := provisionRedis(t, good)
+	reg := ctx.GetMetricsRegistry()
+	eventually(t, 5*time.Second, "up with the good client", func() error {
+		if v, err := gatherUp(reg, srv.Addr()); err != nil || v != 1 {
+			return fmt.Errorf("up = %v, %v, want 1", v, err)
+		}
+		return nil
+	})
+
+	// pings once at start, and fails
+	bad := &Redis{Address: srv.Addr(), Password: "wrong", PingInterval: caddy.Duration(time.Hour)}
+	if err := bad.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the bad client's ping", func() error {
+		if bad.Ping(context.Background()) == nil {
+			t.Fatal("Ping with a wrong password succeeded")
+		}
+		if bad.conn.up.Load() {
+			return errors.New("bad client up")
+		}
+		return nil
+	})
+	// the good client keeps pinging successfully; its state must not hide the bad one's
+	for range 10 {
+		time.Sleep(20 * time.Millisecond)
+		if v, err := gatherUp(reg, srv.Addr()); err != nil || v != 0 {
+			t.Fatalf("up with one client failing = %v, %v, want 0", v, err)
+		}
+		if !good.conn.up.Load() {
+			t.Fatal("the good client is down: its state was overwritten by the other's")
+		}
+	}
+
+	if err := bad.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := gatherUp(reg, srv.Addr()); err != nil || v != 1 {
+		t.Errorf("up once the failing store is gone = %v, %v, want 1", v, err)
 	}
 }
