@@ -123,7 +123,8 @@ func TestGuideListsEveryCode(t *testing.T) {
 }
 
 // snippetCommand returns the command that runs a snippet: Node from its folder (where
-// scripts/test-deps.sh installed jose from the lock file), Debian's Python (with its
+// scripts/test-deps.sh installed jose from the lock file) through scripts/node-snippet.sh,
+// which gives Node 18 the Web Crypto global jose needs; Debian's Python (with its
 // python3-jwt), never another python3 on PATH.
 func snippetCommand(t *testing.T, path string) *exec.Cmd {
 	t.Helper()
@@ -136,7 +137,7 @@ func snippetCommand(t *testing.T, path string) *exec.Cmd {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(abs), "node_modules", "jose")); err != nil {
 			t.Fatalf("jose is not installed in %s: run scripts/test-deps.sh", filepath.Dir(abs))
 		}
-		cmd := exec.Command("node", abs)
+		cmd := exec.Command(filepath.Join(filepath.Dir(abs), "../../../scripts/node-snippet.sh"), abs)
 		cmd.Dir = filepath.Dir(abs)
 		return cmd
 	case ".py":

@@ -26,8 +26,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	fi
 fi
 
+# jose 6 needs Node 18 or later (18 with --experimental-global-webcrypto, which
+# scripts/node-snippet.sh passes); Debian bookworm's nodejs is 18.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 18 ]; then
+	echo "test-deps: Node.js $(node --version) is too old for the guide's jose snippet: install Node.js 18 or later" >&2
+	exit 1
+fi
+
 # Node's jose for the partner guide's snippets, pinned by the lock file.
 if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
 	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $(chromium --version 2>/dev/null | head -1)"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), node $(node --version), $(chromium --version 2>/dev/null | head -1)"
