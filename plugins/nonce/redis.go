@@ -37,6 +37,14 @@ const (
 	DefaultCleanStartLeeway = 30 * time.Second
 )
 
+// ClockSkewMargin is how far apart the clocks of the hosts sharing a Redis store (the
+// gateways and the Redis servers, all kept by NTP) may be without weakening the store. A
+// key's expiry (PXAT) is read by Redis's clock: it is set ClockSkewMargin after the entry's
+// Until, so that a Redis clock running ahead of a gateway's does not drop a nonce whose
+// token that gateway still accepts, which would let the token be replayed. It costs that
+// many seconds more of memory per key (under 2% at the default 5m30s token window).
+const ClockSkewMargin = 5 * time.Second
+
 // redisBuckets is the number of hash-tag buckets a key falls in (the first byte of its
 // hash). Keys of one bucket live in one Cluster slot, so the clean-start guard's script can
 // read the bucket's marker and write the nonce atomically, while 256 buckets still spread
@@ -51,8 +59,8 @@ var redisPool = caddy.NewUsagePool()
 // gateway instance that points at the same Redis (single node, Sentinel or Cluster) sees
 // every other's nonces, so a token replayed at any of them is refused.
 //
-// A claim is one atomic round trip, SET key 1 NX PXAT <Until>: the key is set only if
-// absent and expires when the token can no longer be accepted anyway. The key is
+// A claim is one atomic round trip, SET key 1 NX PXAT <Until + ClockSkewMargin>: the key is
+// set only if absent and expires when the token can no longer be accepted anyway. The key is
 // key_prefix + "{bb}" + base64url of the first 128 bits of SHA-256(len(partner) ‖ partner ‖
 // nonce), where bb is the hash's first byte in hex: no partner-supplied text appears in a
 // key, and because the partner is length-prefixed inside the hash two partners' keys cannot
@@ -514,9 +522,9 @@ func (r *Redis) Claim(ctx context.Context, e Entry) (bool, error) {
 func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	bucket, hash := redisKeyParts(e.Partner, e.Nonce)
 	key := r.KeyPrefix + bucket + hash
-	// Rounded up to the millisecond: the key must not vanish before Until, when the token
-	// is still acceptable.
-	untilMS := (e.Until.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	// Rounded up to the millisecond, and ClockSkewMargin later by Redis's clock: the key
+	// must not vanish while any gateway still accepts the token.
+	untilMS := (e.Until.Add(ClockSkewMargin).UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 	c := r.conn.client
 	if !r.RequireCleanStart {
 		cmd := redis.NewStatusCmd(ctx, "set", key, "1", "nx", "pxat", untilMS)

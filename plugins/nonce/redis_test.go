@@ -129,7 +129,8 @@ func TestRedisKeysExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	r := &Redis{Address: srv.Addr()}
 	provisionRedis(t, r)
-	e := Entry{Partner: "acme", Nonce: "nonce-expire-000001", IssuedAt: time.Now(), Until: time.Now().Add(time.Second)}
+	// Until in the past, so that the key lives one second: ClockSkewMargin after Until
+	e := Entry{Partner: "acme", Nonce: "nonce-expire-000001", IssuedAt: time.Now(), Until: time.Now().Add(time.Second - ClockSkewMargin)}
 	if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
 		t.Fatalf("Claim = %v, %v, want true, nil", fresh, err)
 	}
@@ -140,9 +141,11 @@ func TestRedisKeysExpire(t *testing.T) {
 	if err != nil || ttl <= 0 || ttl > time.Second+time.Millisecond {
 		t.Fatalf("PTTL(key) = %v, %v, want in (0, 1s]", ttl, err)
 	}
-	// The key must survive until Until (when the token can still be accepted) ...
-	if at := srv.Client().Do(ctx, "PEXPIRETIME", key).Val(); at != e.Until.Add(time.Millisecond-1).UnixMilli() {
-		t.Errorf("PEXPIRETIME(key) = %v, want %d (Until rounded up to the millisecond)", at, e.Until.Add(time.Millisecond-1).UnixMilli())
+	// The key must survive until Until (when the token can still be accepted), plus the
+	// margin for a Redis clock ahead of the gateway's ...
+	want := e.Until.Add(ClockSkewMargin + time.Millisecond - 1).UnixMilli()
+	if at := srv.Client().Do(ctx, "PEXPIRETIME", key).Val(); at != want {
+		t.Errorf("PEXPIRETIME(key) = %v, want %d (Until + ClockSkewMargin, rounded up to the millisecond)", at, want)
 	}
 	// ... and be gone after it: no unbounded growth.
 	eventually(t, 5*time.Second, "key still exists after Until", func() error {
