@@ -2,17 +2,27 @@ package jwtpartner
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/partnergate/partnergate/integration/harness"
 )
 
 func TestUnmarshalCaddyfile(t *testing.T) {
+	// A key set with a private key: the Caddyfile refuses it as Provision does.
+	priv := filepath.Join(t.TempDir(), "private.json")
+	privJWK, _ := json.Marshal(map[string]any{"keys": []any{harness.NewKey(t, "ES256", "leaked").PrivateJWK(t)}})
+	if err := os.WriteFile(priv, privJWK, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const partner = `partner demo {
 		issuer https://partner.example
 		audience partnergate-demo
-		jwks_file /etc/partnergate/demo.json
+		jwks_file testdata/jwks.json
 	}`
 	tests := []struct {
 		name  string
@@ -23,7 +33,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{
 			name:  "minimal",
 			input: "jwt_partner {\n" + partner + "\n}",
-			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"/etc/partnergate/demo.json"}}}`,
+			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"testdata/jwks.json"}}}`,
 		},
 		{
 			name: "every option",
@@ -56,7 +66,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{
 			name:  "leeway 0 is none",
 			input: "jwt_partner {\n" + partner + "\npartner zero {\nissuer a\naudience b\njwks_url https://x.example/j\nleeway 0\n}\nleeway 0s\n}",
-			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"/etc/partnergate/demo.json"},"zero":{"issuer":"a","audience":"b","jwks_url":"https://x.example/j","leeway":-1}},"leeway":-1}`,
+			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"testdata/jwks.json"},"zero":{"issuer":"a","audience":"b","jwks_url":"https://x.example/j","leeway":-1}},"leeway":-1}`,
 		},
 		{name: "argument on directive", input: "jwt_partner extra {\n" + partner + "\n}", err: "wrong argument count"},
 		{name: "no partner", input: "jwt_partner {\nleeway 1s\n}", err: "at least one partner"},
@@ -73,10 +83,13 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "algorithms without value", input: "jwt_partner {\npartner demo {\nalgorithms\n}\n}", err: "wrong argument count"},
 		{name: "bad kind", input: "jwt_partner {\npartner demo {\nkinds web\n}\n}", err: `kind "web"`},
 		{name: "kinds without value", input: "jwt_partner {\npartner demo {\nkinds\n}\n}", err: "wrong argument count"},
-		{name: "missing issuer", input: "jwt_partner {\npartner demo {\naudience a\njwks_file f\n}\n}", err: "partner demo: issuer is required, at Testfile:2"},
-		{name: "missing audience", input: "jwt_partner {\npartner demo {\nissuer a\njwks_file f\n}\n}", err: "partner demo: audience is required"},
+		{name: "missing issuer", input: "jwt_partner {\npartner demo {\naudience a\njwks_file testdata/jwks.json\n}\n}", err: "partner demo: issuer is required, at Testfile:2"},
+		{name: "missing audience", input: "jwt_partner {\npartner demo {\nissuer a\njwks_file testdata/jwks.json\n}\n}", err: "partner demo: audience is required"},
+		{name: "missing key file", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/nope.json\n}\n}", err: "partner demo: jwks_file: reading key set: open testdata/nope.json: no such file or directory, at Testfile:5"},
+		{name: "key file with a private key", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\n\njwks_file " + priv + "\n}\n}", err: "private key material"},
+		{name: "key file with a private key names the line", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\n\njwks_file " + priv + "\n}\n}", err: ", at Testfile:6"},
 		{name: "missing keys", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\n}\n}", err: "jwks_file or jwks_url is required"},
-		{name: "both key sources", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file f\njwks_url https://x.example/j\n}\n}", err: "exclusive"},
+		{name: "both key sources", input: "jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\njwks_url https://x.example/j\n}\n}", err: "exclusive"},
 		{name: "http key url", input: "jwt_partner {\npartner demo {\njwks_url http://partner.example/jwks.json\n}\n}", err: "must use https"},
 		{name: "issuer with two values", input: "jwt_partner {\npartner demo {\nissuer a b\n}\n}", err: "wrong argument count"},
 		{name: "bad duration", input: "jwt_partner {\n" + partner + "\nleeway soon\n}", err: `leeway "soon"`},
@@ -122,7 +135,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 // a handler or an error, never panic, and whatever it accepts must marshal to JSON.
 func FuzzUnmarshalCaddyfile(f *testing.F) {
 	for _, seed := range []string{
-		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file f\n}\n}",
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\n}\n}",
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_url https://x/j\nalgorithms RS256\nkinds go\n}\nleeway 1s\nmax_body_size 1KiB\n}",
 		"jwt_partner {\npartner demo {\n}\n}",
 		"jwt_partner {\nnonce_store memory {\nmax_entries 10\n}\n}",

@@ -20,9 +20,9 @@ func (h *Handler) keySource(ctx caddy.Context, name string, p *Partner) (linktok
 	case p.JWKSFile != "" && p.JWKSURL != "":
 		return nil, errors.New("jwks_file and jwks_url are exclusive: configure one")
 	case p.JWKSFile != "":
-		set, err := linktoken.LoadKeySetFile(p.JWKSFile)
+		set, err := loadKeyFile(p.JWKSFile)
 		if err != nil {
-			return nil, fmt.Errorf("jwks_file: %v", err)
+			return nil, err
 		}
 		h.metrics.keys(name, set.Len())
 		return set, nil
@@ -30,6 +30,19 @@ func (h *Handler) keySource(ctx caddy.Context, name string, p *Partner) (linktok
 		return h.remoteKeySource(ctx, name, p)
 	}
 	return nil, errors.New("no keys: configure jwks_file or jwks_url")
+}
+
+// loadKeyFile reads and checks a jwks_file. Provision loads the partner's keys with it, and
+// UnmarshalCaddyfile runs the same check at adapt time so that caddy adapt and caddy
+// validate report a key file that does not load with the Caddyfile's file and line; a JSON
+// config meets it in Provision only. A relative path is read from the working directory,
+// at adapt time as at provisioning.
+func loadKeyFile(path string) (*linktoken.KeySet, error) {
+	set, err := linktoken.LoadKeySetFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("jwks_file: %v", err)
+	}
+	return set, nil
 }
 
 // remoteKeySource starts linktoken's remote key source for jwks_url. The first fetch runs
