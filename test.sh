@@ -23,7 +23,12 @@ echo "== build ./caddy"
 ./xcaddy.sh >/dev/null
 
 echo "== go test -race"
+catalogue=integration/artifacts/attack-catalogue.txt # written by integration/attack's TestCatalogue
+rm -f "$catalogue"
 go test -race -timeout 40m -count=1 ./... 2>&1 | tee /tmp/partnergate-test.log | grep -vE '^(=== RUN|=== PAUSE|=== CONT|--- PASS)' || { echo "go test failed"; exit 1; }
+
+echo "== attack catalogue"
+cat "$catalogue"
 
 if [ -x scripts/fuzz.sh ]; then
 	echo "== fuzz (bounded)"

@@ -7,7 +7,8 @@ package attack
 // 7515/7519, the OWASP JWT cheat sheet), sent to the real caddy binary with the jwt_partner
 // module in front of a recording upstream. Each rejected case asserts the exact status and
 // problem code and that the upstream received nothing; each accepted case that it received
-// exactly one request. The test prints a table of cases and outcomes.
+// exactly one request. The test prints a table of cases and outcomes, and writes it to
+// integration/artifacts/attack-catalogue.txt, which ./test.sh shows.
 
 import (
 	"bytes"
@@ -22,11 +23,14 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/integration/harness"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -1385,8 +1389,22 @@ func TestCatalogue(t *testing.T) {
 		})
 	}
 	var b strings.Builder
+	fmt.Fprintf(&b, "attack catalogue: %d cases\n", len(sum.rows))
 	sum.write(&b)
-	t.Logf("attack catalogue: %d cases\n%s", len(sum.rows), b.String())
+	t.Log(b.String())
+	// go test shows t.Log only with -v or on failure: ./test.sh prints this file after the
+	// tests, so the table is in its output either way.
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "integration", "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "attack-catalogue.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // outcome renders a status and code for the table: "401 signature_invalid", "200 accepted".
