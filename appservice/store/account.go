@@ -94,15 +94,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (username) DO NOTHING`), RoleInstructor
 type SignedIn struct {
 	Token   string // the new session token, in clear only here
 	Session *Session
-	Linked  bool // the pending employee was linked to the account by this sign-in
 }
 
 // SignIn checks an instructor's credentials (login is the username or the e-mail address,
-// any case) and starts a new session. When pendingToken names a pending session, the
-// employee waiting in it is linked to the account (if not linked yet: the first link wins,
-// so a later sign-in cannot take over an employee) and the new session keeps its
-// organization and contact in focus; the pending session ends. A new token is always
-// issued, so a token planted before sign-in is worth nothing after it.
+// any case) and starts a new session. When pendingToken names a pending session, the new
+// session takes over its employee, organization and contact in focus, and the pending
+// session ends; the employee is not linked yet: the session's ConfirmLink is set until the
+// person confirms the link with ConfirmLink. A new token is always issued, so a token
+// planted before sign-in is worth nothing after it.
 func (s *Store) SignIn(ctx context.Context, login, password, pendingToken string) (*SignedIn, error) {
 	login = strings.ToLower(strings.TrimSpace(login))
 	var id int64
@@ -137,8 +136,39 @@ WHERE token_hash = ? AND account_id IS NULL AND expires_at > ?`), hashSecret(pen
 				return err
 			}
 		}
-		if employeeID.Valid {
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE employees SET account_id = ?, updated_at = ? WHERE id = ? AND account_id IS NULL`), id, now, employeeID.Int64)
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, id, employeeID, orgID, contactID, linkID, now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
+			return err
+		}
+		out.Session, err = s.readSession(ctx, tx, token)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ConfirmLink settles the link that a session's ConfirmLink asks for. With accept, the
+// session's employee is linked to the signed-in account, unless another account has it
+// already (the first link wins, so no sign-in can take over an employee). Declined, or
+// taken by another account, the session drops the employee with the link's organization and
+// contact in focus: they came from a partner user the person said is not them. It reports
+// whether the employee is now linked to the account, and returns ErrNoSession when token
+// names no signed-in session waiting for a confirmation.
+func (s *Store) ConfirmLink(ctx context.Context, token string, accept bool) (linked bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		sess, err := s.readSession(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		if !sess.ConfirmLink {
+			return ErrNoSession
+		}
+		now := s.now()
+		if accept {
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE employees SET account_id = ?, updated_at = ? WHERE id = ? AND account_id IS NULL`),
+				sess.Account.ID, now, sess.Employee.ID)
 			if err != nil {
 				return err
 			}
@@ -146,18 +176,16 @@ WHERE token_hash = ? AND account_id IS NULL AND expires_at > ?`), hashSecret(pen
 			if err != nil {
 				return err
 			}
-			out.Linked = n == 1
+			if linked = n == 1; linked {
+				return nil
+			}
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, id, employeeID, orgID, contactID, linkID, now, now+s.opts.SessionTTL.Milliseconds())
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET employee_id = NULL, organization_id = NULL, contact_id = NULL, link_id = NULL
+WHERE token_hash = ?`), hashSecret(token))
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	out.Session, err = s.Session(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return linked, nil
 }

@@ -88,7 +88,12 @@ type Employee struct {
 // Session is a server-side session as the pages use it.
 type Session struct {
 	// Pending is set when the session only waits for Employee to sign in; Account is nil.
-	Pending      bool
+	Pending bool
+	// ConfirmLink is set when Account signed in from the sign-in page of a first-time
+	// Employee that is not linked to it: the person must confirm the link (ConfirmLink)
+	// before the session is used, so that a pending session planted in the browser by
+	// someone else (login CSRF) cannot link a stranger's partner user to the account.
+	ConfirmLink  bool
 	Account      *Account
 	Employee     *Employee
 	Organization *Organization
@@ -116,6 +121,7 @@ func (s *Store) ExchangeCode(ctx context.Context, code string) (*Exchanged, erro
 		return nil, err
 	}
 	codeHash := hashSecret(code)
+	var sess *Session
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE login_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?`), now, codeHash, now)
@@ -150,14 +156,15 @@ WHERE c.code_hash = ?`), codeHash).Scan(&linkID, &orgID, &contactID, &employeeID
 		if !accountID.Valid {
 			ttl = s.opts.PendingTTL
 		}
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, contactID, linkID, now, now+ttl.Milliseconds())
+		if _, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, contactID, linkID, now, now+ttl.Milliseconds()); err != nil {
+			return err
+		}
+		// Read back in the transaction: the answer is the session as committed, never one
+		// that another request changed or ended in between.
+		sess, err = s.readSession(ctx, tx, token)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	sess, err := s.Session(ctx, token)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +173,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, cont
 
 // Session returns the unexpired session of token.
 func (s *Store) Session(ctx context.Context, token string) (*Session, error) {
+	return s.readSession(ctx, s.db, token)
+}
+
+// readSession reads the unexpired session of token with q, the database or a transaction.
+func (s *Store) readSession(ctx context.Context, q queryer, token string) (*Session, error) {
 	if token == "" || len(token) > 128 {
 		return nil, ErrNoSession
 	}
@@ -174,7 +186,7 @@ func (s *Store) Session(ctx context.Context, token string) (*Session, error) {
 		expires                                 int64
 		caseID                                  sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT s.account_id, s.employee_id, s.organization_id, s.contact_id, s.expires_at, l.case_id
+	err := q.QueryRowContext(ctx, s.q(`SELECT s.account_id, s.employee_id, s.organization_id, s.contact_id, s.expires_at, l.case_id
 FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND s.expires_at > ?`),
 		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &contactID, &expires, &caseID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -187,7 +199,7 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 	if accountID.Valid {
 		a := &Account{ID: accountID.Int64}
 		var username sql.NullString
-		if err := s.db.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), a.ID).
+		if err := q.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), a.ID).
 			Scan(&a.Role, &username, &a.Email, &a.DisplayName); err != nil {
 			return nil, err
 		}
@@ -197,7 +209,7 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 	if employeeID.Valid {
 		e := &Employee{ID: employeeID.Int64}
 		var acct sql.NullInt64
-		if err := s.db.QueryRowContext(ctx, s.q(`SELECT partner, partner_employee_id, username, firstname, lastname, email, account_id FROM employees WHERE id = ?`), e.ID).
+		if err := q.QueryRowContext(ctx, s.q(`SELECT partner, partner_employee_id, username, firstname, lastname, email, account_id FROM employees WHERE id = ?`), e.ID).
 			Scan(&e.Partner, &e.PartnerID, &e.Username, &e.Firstname, &e.Lastname, &e.Email, &acct); err != nil {
 			return nil, err
 		}
@@ -206,19 +218,20 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 	}
 	if orgID.Valid {
 		o := &Organization{ID: orgID.Int64}
-		if err := s.db.QueryRowContext(ctx, s.q(`SELECT partner, partner_org_id, name FROM organizations WHERE id = ?`), o.ID).
+		if err := q.QueryRowContext(ctx, s.q(`SELECT partner, partner_org_id, name FROM organizations WHERE id = ?`), o.ID).
 			Scan(&o.Partner, &o.PartnerID, &o.Name); err != nil {
 			return nil, err
 		}
 		sess.Organization = o
 	}
 	if contactID.Valid {
-		c, err := s.contact(ctx, s.db, contactID.Int64)
+		c, err := s.contact(ctx, q, contactID.Int64)
 		if err != nil {
 			return nil, err
 		}
 		sess.Contact = c
 	}
+	sess.ConfirmLink = sess.Account != nil && sess.Employee != nil && sess.Employee.AccountID != sess.Account.ID
 	return sess, nil
 }
 

@@ -325,8 +325,23 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SignIn(by e-mail) = %v", err)
 			}
-			if !in.Linked || in.Session.Account == nil || in.Session.Contact == nil || in.Session.Contact.Firstname != "Ola" {
-				t.Fatalf("SignIn = linked %v, session %+v, want linked with the contact in focus", in.Linked, in.Session)
+			// Signing in does not link: the person confirms first (login CSRF).
+			if !in.Session.ConfirmLink || in.Session.Account == nil || in.Session.Employee == nil || in.Session.Contact == nil || in.Session.Contact.Firstname != "Ola" {
+				t.Fatalf("SignIn session = %+v, want one asking to confirm the link, with the contact in focus", in.Session)
+			}
+			if again := mustResolve(t, s, mainLink("e1", "org1", "c1")); again.AccountID != 0 {
+				t.Fatalf("link before the confirmation: AccountID = %d, want 0 (not linked yet)", again.AccountID)
+			}
+			linked, err := s.ConfirmLink(ctx, in.Token, true)
+			if err != nil || !linked {
+				t.Fatalf("ConfirmLink(accept) = %v, %v, want linked", linked, err)
+			}
+			if _, err := s.ConfirmLink(ctx, in.Token, true); !errors.Is(err, ErrNoSession) {
+				t.Errorf("ConfirmLink(settled) = %v, want ErrNoSession", err)
+			}
+			in.Session, err = s.Session(ctx, in.Token)
+			if err != nil || in.Session.ConfirmLink || in.Session.Contact == nil {
+				t.Fatalf("session after confirming = %+v, %v, want signed in with the contact in focus", in.Session, err)
 			}
 			if in.Session.Organization == nil || in.Session.Organization.Name != "North Clinic" || in.Session.CaseID != "case-7" {
 				t.Errorf("signed-in session organization %+v case %q, want North Clinic, case-7", in.Session.Organization, in.Session.CaseID)
@@ -351,14 +366,48 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 				// a code issued before the link, exchanged for a pending session, then used by another account
 				r := mustResolve(t, s, mainLink("e2", "org1", "c1"))
 				ex, _ := s.ExchangeCode(ctx, r.Code)
+				exOther, _ := s.ExchangeCode(ctx, mustResolve(t, s, mainLink("e2", "org1", "c1")).Code)
 				first, err := s.SignIn(ctx, "instructor", "s3cret-pass", ex.Token)
-				if err != nil || !first.Linked {
-					t.Fatalf("SignIn = %v linked %v", err, first != nil && first.Linked)
+				if err != nil {
+					t.Fatal(err)
+				}
+				other, err := s.SignIn(ctx, "other", "pass-2", exOther.Token)
+				if err != nil || !other.Session.ConfirmLink {
+					t.Fatalf("SignIn(other) = %v, session %+v, want one asking to confirm", err, other)
+				}
+				if linked, err := s.ConfirmLink(ctx, first.Token, true); err != nil || !linked {
+					t.Fatalf("ConfirmLink(first) = %v, %v, want linked", linked, err)
+				}
+				if linked, err := s.ConfirmLink(ctx, other.Token, true); err != nil || linked {
+					t.Fatalf("ConfirmLink(second) = %v, %v, want not linked: the first link wins", linked, err)
 				}
 				var acct int64
 				s.db.QueryRow(s.q("SELECT account_id FROM employees WHERE id = ?"), r.EmployeeID).Scan(&acct)
 				if acct != first.Session.Account.ID {
 					t.Errorf("employee account = %d, want %d", acct, first.Session.Account.ID)
+				}
+				sess, err := s.Session(ctx, other.Token)
+				if err != nil || sess.ConfirmLink || sess.Employee != nil || sess.Contact != nil {
+					t.Errorf("second account's session = %+v, %v, want signed in without the link's employee and contact", sess, err)
+				}
+			})
+
+			t.Run("declined", func(t *testing.T) {
+				r := mustResolve(t, s, mainLink("e3", "org1", "c1"))
+				ex, _ := s.ExchangeCode(ctx, r.Code)
+				in, err := s.SignIn(ctx, "instructor", "s3cret-pass", ex.Token)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if linked, err := s.ConfirmLink(ctx, in.Token, false); err != nil || linked {
+					t.Fatalf("ConfirmLink(decline) = %v, %v, want not linked", linked, err)
+				}
+				sess, err := s.Session(ctx, in.Token)
+				if err != nil || sess.Account == nil || sess.ConfirmLink || sess.Employee != nil || sess.Organization != nil || sess.Contact != nil {
+					t.Errorf("session after declining = %+v, %v, want signed in with nothing of the link", sess, err)
+				}
+				if again := mustResolve(t, s, mainLink("e3", "org1", "c1")); again.AccountID != 0 {
+					t.Errorf("link after declining: AccountID = %d, want 0", again.AccountID)
 				}
 			})
 		})

@@ -101,6 +101,8 @@ func landing(s *store.Session) string {
 	switch {
 	case s.Pending:
 		return "/app/signin"
+	case s.ConfirmLink:
+		return "/app/link"
 	case s.Account.Role == store.RoleMember:
 		return "/go"
 	}
@@ -161,8 +163,63 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, status, "signin", d)
 		return
 	}
-	h.log.Info("signed in", "outcome", "signed_in", "linked_employee", in.Linked)
+	h.log.Info("signed in", "outcome", "signed_in", "link_to_confirm", in.Session.ConfirmLink)
 	h.setCookie(w, r, sessionCookie, in.Token, 0)
+	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+}
+
+type linkData struct {
+	pageData
+	EmailDiffers bool
+}
+
+// linkPage asks a person who signed in from a first-time employee's sign-in page whether
+// that partner user is them. The pending session that brought them there may have been
+// planted by someone else (login CSRF: a link of the attacker's partner user opened in the
+// victim's browser); linking without asking would give that partner user single sign-on
+// into the victim's account.
+func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
+	s := h.session(r)
+	if s == nil || !s.ConfirmLink {
+		target := "/app/signin"
+		if s != nil {
+			target = landing(s)
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	d := linkData{pageData: pageData{Session: s, CSRF: h.csrfToken(w, r)}}
+	d.EmailDiffers = s.Employee.Email != "" && s.Account.Email != "" && !strings.EqualFold(s.Employee.Email, s.Account.Email)
+	h.render(w, http.StatusOK, "link", d)
+}
+
+func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
+		h.log.Info("link confirmation refused", "outcome", CodeCSRFInvalid)
+		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the page and try again."))
+		return
+	}
+	accept := r.PostFormValue("action") == "link"
+	linked, err := h.cfg.Store.ConfirmLink(r.Context(), cookieValue(r, sessionCookie), accept)
+	switch {
+	case errors.Is(err, store.ErrNoSession):
+		// Settled already (a second click) or signed out: the landing page says where.
+		http.Redirect(w, r, "/app", http.StatusSeeOther)
+		return
+	case err != nil:
+		h.log.Error("confirming employee link failed", "error", err.Error())
+		h.fail(w, problem{}.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment."))
+		return
+	}
+	h.log.Info("employee link settled", "outcome", map[bool]string{true: "linked", false: "not_linked"}[linked], "accepted", accept)
+	if accept && !linked {
+		h.render(w, http.StatusConflict, "message", map[string]string{
+			"Title": "Partner user linked elsewhere",
+			"Text":  "This partner user is linked to another account already, so it was not linked to yours. You are signed in without the contact of that link.",
+		})
+		return
+	}
 	http.Redirect(w, r, "/app", http.StatusSeeOther)
 }
 
@@ -198,7 +255,7 @@ func (h *Handler) appPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app/signin", http.StatusSeeOther)
 		return
 	}
-	if s.Account.Role != store.RoleInstructor {
+	if s.Account.Role != store.RoleInstructor || s.ConfirmLink {
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 		return
 	}

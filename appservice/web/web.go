@@ -91,6 +91,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /app/login", h.login)
 	h.mux.HandleFunc("GET /app/signin", h.signinPage)
 	h.mux.HandleFunc("POST /app/signin", h.signin)
+	h.mux.HandleFunc("GET /app/link", h.linkPage)
+	h.mux.HandleFunc("POST /app/link", h.confirmLink)
 	h.mux.HandleFunc("POST /app/signout", h.signout)
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
 	h.mux.HandleFunc("GET /app", h.appPage)

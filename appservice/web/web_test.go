@@ -328,8 +328,27 @@ func TestMainFlow(t *testing.T) {
 		}
 	})
 	res, _ = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app/link" {
+		t.Fatalf("sign-in = %d → %q, want 303 → /app/link (confirm the link)", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := b.get("/app"); res.Header.Get("Location") != "/app/link" {
+		t.Errorf("/app before confirming → %q, want /app/link", res.Header.Get("Location"))
+	}
+	res, page = b.get("/app/link")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `id="link-employee">Ida Berg<`) || !strings.Contains(page, `id="link-organization">North Clinic<`) {
+		t.Fatalf("link page = %d, want the question naming the partner user and organization:\n%s", res.StatusCode, page)
+	}
+	if !strings.Contains(page, `id="link-email"`) {
+		t.Errorf("link page does not say that the partner's e-mail differs from the account's:\n%s", page)
+	}
+	t.Run("confirmation without CSRF token refused", func(t *testing.T) {
+		if res, _ := b.post("/app/link", url.Values{"action": {"link"}}); res.StatusCode != http.StatusForbidden {
+			t.Errorf("POST /app/link without csrf = %d, want 403", res.StatusCode)
+		}
+	})
+	res, _ = b.post("/app/link", url.Values{"action": {"link"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app" {
-		t.Fatalf("sign-in = %d → %q, want 303 → /app", res.StatusCode, res.Header.Get("Location"))
+		t.Fatalf("confirm link = %d → %q, want 303 → /app", res.StatusCode, res.Header.Get("Location"))
 	}
 	_, page = b.get("/app")
 	for _, want := range []string{`id="account">Demo Instructor<`, `id="organization">North Clinic<`, `id="contact-name">Åse Nordmann<`, `id="contact-birthdate">1990-01-31<`, "case-9"} {
@@ -366,6 +385,45 @@ func TestMainFlow(t *testing.T) {
 			t.Errorf("/app after sign-out → %q, want /app/signin", res.Header.Get("Location"))
 		}
 	})
+}
+
+// TestLoginCSRFNeedsConfirmation: an attacker opens a link of its own partner user in the
+// victim's browser (a pending session), and the victim signs in. Without the confirmation
+// step the attacker's partner user would be linked to the victim's account and sign into it
+// by every later link.
+func TestLoginCSRFNeedsConfirmation(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	attacker := mainPayload()
+	attacker.EmployeeID, attacker.EmployeeFirstname, attacker.EmployeeLastname = "emp-evil", "Mallory", "Doe"
+	victim := newBrowser(t, f.h)
+	victim.get(f.link(t, attacker, "main")) // planted: a pending session in the victim's browser
+	_, page := victim.get("/app/signin")
+	res, _ := victim.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+	if res.Header.Get("Location") != "/app/link" {
+		t.Fatalf("sign-in → %q, want the confirmation /app/link", res.Header.Get("Location"))
+	}
+	// The attacker's next link still finds no account: nothing was linked by the sign-in.
+	if res := serve(f.h, forwardRequest(t, "url", attacker, "main", f.now)); res.StatusCode != http.StatusOK {
+		t.Fatalf("attacker link = %d", res.StatusCode)
+	} else if res, _ := newBrowser(t, f.h).get(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+		t.Fatalf("attacker's link before the confirmation → %q, want /app/signin (not linked)", res.Header.Get("Location"))
+	}
+	_, page = victim.get("/app/link")
+	if !strings.Contains(page, `id="link-employee">Mallory Doe<`) {
+		t.Fatalf("link page does not name the partner user:\n%s", page)
+	}
+	res, _ = victim.post("/app/link", url.Values{"action": {"decline"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+	if res.Header.Get("Location") != "/app" {
+		t.Fatalf("decline → %q, want /app", res.Header.Get("Location"))
+	}
+	res, page = victim.get("/app")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `id="no-contact"`) || strings.Contains(page, "North Clinic") {
+		t.Errorf("app page after declining = %d, want signed in without the link's organization and contact:\n%s", res.StatusCode, page)
+	}
+	res = serve(f.h, forwardRequest(t, "url", attacker, "main", f.now))
+	if res, _ := newBrowser(t, f.h).get(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+		t.Errorf("attacker's link after declining → %q, want /app/signin (not linked)", res.Header.Get("Location"))
+	}
 }
 
 func TestGoFlowAndCodeReuse(t *testing.T) {

@@ -282,13 +282,19 @@ func TestFirstSightSignInThenSingleSignOn(t *testing.T) {
 	}
 	screenshot(t, ctx, "1-signin")
 
-	// She signs in with her service account (username, not the prefilled e-mail).
+	// She signs in with her service account (username, not the prefilled e-mail), and is
+	// asked whether the partner user is her before it is linked (login CSRF).
 	step(t, ctx, "sign in",
 		chromedp.Clear(chromedp.ID("login")),
 		chromedp.SendKeys(chromedp.ID("login"), "instructor"),
 		chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.ID("signin")),
-		chromedp.WaitVisible(chromedp.ID("contact-name")))
+		chromedp.WaitVisible(chromedp.ID("link-confirm")))
+	if got := text(t, ctx, "link-question"); !strings.Contains(got, "Åsa Ångström") || !strings.Contains(got, "Kliniken Öst") {
+		t.Errorf("link question = %q, want it to name Åsa Ångström at Kliniken Öst", got)
+	}
+	screenshot(t, ctx, "1b-confirm-link")
+	step(t, ctx, "confirm link", chromedp.Click(chromedp.ID("link-confirm")), chromedp.WaitVisible(chromedp.ID("contact-name")))
 	for id, want := range map[string]string{
 		"account": "Coach Carter", "organization": "Kliniken Öst",
 		"contact-name": "Zoë Þórsdóttir", "contact-birthdate": "1980-02-29",
@@ -371,6 +377,8 @@ func TestPayloadFormInIframe(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("login"), "instructor"),
 		chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID("link-confirm")),
+		chromedp.Click(chromedp.ID("link-confirm")),
 		chromedp.WaitVisible(chromedp.ID("contact-name")))
 
 	// The partner page posts the hidden form into its iframe; the app opens inside it.
