@@ -127,7 +127,9 @@ func openSQLite(path string) (*sql.DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path is percent-encoded: SQLite decodes a file: URI's path, and a ?, # or % in
+	// it would otherwise start the query, start a fragment or be decoded.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -222,16 +224,38 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
+// migrationLock is the PostgreSQL advisory lock key of schema changes.
+const migrationLock = 7215001
+
+// lockMigrations takes, on PostgreSQL, the advisory lock that serializes schema changes
+// until tx ends. SQLite's IMMEDIATE transactions serialize them already.
+func (s *Store) lockMigrations(ctx context.Context, tx *sql.Tx) error {
+	if s.d.name != "postgres" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+strconv.Itoa(migrationLock)+`)`)
+	return err
+}
+
 // migrate applies every embedded migration newer than the database's version, each in its
 // own transaction together with its row in schema_migrations. On PostgreSQL an advisory lock
 // keeps two app service instances starting at once from applying the same migration twice;
-// SQLite's IMMEDIATE transactions do the same there.
+// it is taken before schema_migrations is created too, because two concurrent CREATE TABLE
+// IF NOT EXISTS of one table can both pass the check and one then fails on the catalog's
+// unique index. SQLite's IMMEDIATE transactions do the same there.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version BIGINT PRIMARY KEY,
 	name TEXT NOT NULL,
 	applied_at BIGINT NOT NULL
-)`); err != nil {
+)`)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	ms, err := loadMigrations()
@@ -240,10 +264,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	for _, m := range ms {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			if s.d.name == "postgres" {
-				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7215001)`); err != nil {
-					return err
-				}
+			if err := s.lockMigrations(ctx, tx); err != nil {
+				return err
 			}
 			var n int
 			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&n); err != nil {

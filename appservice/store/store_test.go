@@ -100,6 +100,73 @@ func openPostgres(t *testing.T, c *clock) *Store {
 	return s
 }
 
+// TestOpenSQLitePathNeedsNoEscaping: the file: URI is built from the path escaped, so a
+// path with URI syntax in it (?, #, %) names that very file.
+func TestOpenSQLitePathNeedsNoEscaping(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data?mode=memory#x %41", "app.db")
+	s, err := Open(context.Background(), path, Options{SSNKey: testKey})
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", path, err)
+	}
+	defer s.Close()
+	if _, err := s.EnsureInstructor(context.Background(), "a", "a@example.com", "A", "pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("database file %q: %v, want it created", path, err)
+	}
+}
+
+// TestConcurrentOpenMigratesOnce: app service instances starting at once on one fresh
+// PostgreSQL database all come up; the advisory lock covers creating schema_migrations too.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	var pg bool
+	for _, b := range backends(t) {
+		pg = pg || b.name == "postgres"
+	}
+	if !pg {
+		t.Skip("no PostgreSQL")
+	}
+	ctx := context.Background()
+	first := openPostgres(t, newClock()) // a fresh database, dropped after the test
+	var name string
+	if err := first.db.QueryRow("SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"DROP TABLE sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"} {
+		if _, err := first.db.Exec(stmt); err != nil {
+			t.Fatalf("emptying %s: %v", name, err)
+		}
+	}
+	for round := 0; round < 3; round++ {
+		errs := make(chan error, 6)
+		var wg sync.WaitGroup
+		for i := 0; i < cap(errs); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := Open(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable", Options{SSNKey: testKey})
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("round %d: concurrent Open = %v", round, err)
+			}
+		}
+		if round < 2 {
+			if _, err := first.db.Exec("DROP TABLE sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
 
 func mainLink(employee, org, contact string) Link {
