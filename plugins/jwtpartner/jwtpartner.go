@@ -439,13 +439,15 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 
 	// The nonce is claimed last (DESIGN.md step 4): a token refused for any other reason
 	// must not use up its nonce, or a partner's retry of a fixed token would be a replay.
+	// The partner's own leeway: the verifier accepted the token from nbf - leeway until
+	// exp + leeway, and the store needs both ends (the clean-start guard the first).
 	leeway := ps.verifier.Rules().Leeway
 	nstart := time.Now()
 	fresh, err := h.store.Claim(r.Context(), nonce.Entry{
-		Partner:  name,
-		Nonce:    tok.Nonce,
-		IssuedAt: tok.NotBefore,
-		Until:    tok.Expiry.Add(leeway),
+		Partner:        name,
+		Nonce:          tok.Nonce,
+		AcceptableFrom: tok.NotBefore.Add(-leeway),
+		Until:          tok.Expiry.Add(leeway),
 	})
 	h.metrics.nonceDuration(time.Since(nstart), err)
 	switch {

@@ -253,6 +253,26 @@ func TestServeHTTPForwardsValidLinks(t *testing.T) {
 	}
 }
 
+// TestServeHTTPEntryUsesPartnerLeeway: the store learns the window in which the token was
+// acceptable by the partner's own leeway, not the handler's: a clean-start guard that
+// compared nbf less a global leeway would let a replay of a long-leeway partner's token
+// through after Redis forgot it.
+func TestServeHTTPEntryUsesPartnerLeeway(t *testing.T) {
+	f := newFixture(t, func(h *Handler) { h.Partners["demo"].Leeway = caddy.Duration(2 * time.Minute) })
+	nbf := f.now.Add(90 * time.Second) // acceptable now only by the partner's leeway
+	tok := f.token(t, "ES256", harness.Token{Nonce: "a-nonce-of-the-long-leeway", Now: nbf, Lifetime: time.Minute})
+	if _, next, _, _ := f.serve(urlRequest("demo", tok)); !next.called {
+		t.Fatal("token within the partner's leeway was not forwarded")
+	}
+	e := f.store.seen["demo\x00a-nonce-of-the-long-leeway"]
+	if want := nbf.Add(-2 * time.Minute); !e.AcceptableFrom.Equal(want) {
+		t.Errorf("AcceptableFrom = %v, want nbf - the partner's leeway = %v", e.AcceptableFrom, want)
+	}
+	if want := nbf.Add(time.Minute + 2*time.Minute); !e.Until.Equal(want) {
+		t.Errorf("Until = %v, want exp + the partner's leeway = %v", e.Until, want)
+	}
+}
+
 func TestServeHTTPClaimsNonceLast(t *testing.T) {
 	f := newFixture(t, nil)
 	tok := f.token(t, "ES256", harness.Token{Nonce: "a-nonce-of-enough-length", Lifetime: time.Minute})
@@ -260,8 +280,8 @@ func TestServeHTTPClaimsNonceLast(t *testing.T) {
 		t.Fatal("first use was not forwarded")
 	}
 	e := f.store.seen["demo\x00a-nonce-of-enough-length"]
-	if !e.IssuedAt.Equal(f.now) || !e.Until.Equal(f.now.Add(time.Minute+30*time.Second)) {
-		t.Errorf("claimed entry = %+v, want IssuedAt nbf and Until exp+leeway", e)
+	if !e.AcceptableFrom.Equal(f.now.Add(-30*time.Second)) || !e.Until.Equal(f.now.Add(time.Minute+30*time.Second)) {
+		t.Errorf("claimed entry = %+v, want AcceptableFrom nbf-leeway and Until exp+leeway", e)
 	}
 	w, next, _, _ := f.serve(urlRequest("demo", tok))
 	if next.called || w.Code != http.StatusConflict || decodeProblem(t, w).Code != "token_replayed" {

@@ -39,7 +39,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func entry(clk *fakeClock, partner, nonce string) Entry {
 	now := clk.Now()
-	return Entry{Partner: partner, Nonce: nonce, IssuedAt: now, Until: now.Add(5*time.Minute + 30*time.Second)}
+	return Entry{Partner: partner, Nonce: nonce, AcceptableFrom: now, Until: now.Add(5*time.Minute + 30*time.Second)}
 }
 
 func TestMemoryClaim(t *testing.T) {

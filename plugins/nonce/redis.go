@@ -29,20 +29,22 @@ func init() {
 // request path: a Redis slower than this fails the request closed (503) rather than
 // holding a connection for seconds.
 const (
-	DefaultKeyPrefix        = "partnergate:nonce:"
-	DefaultDialTimeout      = time.Second
-	DefaultReadTimeout      = 500 * time.Millisecond
-	DefaultWriteTimeout     = 500 * time.Millisecond
-	DefaultPingInterval     = 2 * time.Second
-	DefaultCleanStartLeeway = 30 * time.Second
+	DefaultKeyPrefix    = "partnergate:nonce:"
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = 500 * time.Millisecond
+	DefaultWriteTimeout = 500 * time.Millisecond
+	DefaultPingInterval = 2 * time.Second
 )
 
 // ClockSkewMargin is how far apart the clocks of the hosts sharing a Redis store (the
-// gateways and the Redis servers, all kept by NTP) may be without weakening the store. A
-// key's expiry (PXAT) is read by Redis's clock: it is set ClockSkewMargin after the entry's
-// Until, so that a Redis clock running ahead of a gateway's does not drop a nonce whose
-// token that gateway still accepts, which would let the token be replayed. It costs that
-// many seconds more of memory per key (under 2% at the default 5m30s token window).
+// gateways and the Redis servers, all kept by NTP) may be without weakening the store:
+//   - A key's expiry (PXAT) is read by Redis's clock: it is set ClockSkewMargin after the
+//     entry's Until, so that a Redis clock running ahead of a gateway's does not drop a
+//     nonce whose token that gateway still accepts, which would let the token be replayed.
+//     It costs that much more memory per key (under 2% at the default 5m30s token window).
+//   - The clean-start guard refuses tokens acceptable before the bucket's marker plus
+//     ClockSkewMargin: the marker is written by one gateway's clock, and a claim it must
+//     catch may have been made by another's.
 const ClockSkewMargin = 5 * time.Second
 
 // redisBuckets is the number of hash-tag buckets a key falls in (the first byte of its
@@ -121,14 +123,11 @@ type Redis struct {
 
 	// RequireCleanStart turns on the durability guard: each key bucket carries a marker
 	// with the time the store began remembering nonces there, written when the bucket was
-	// found without one (a new or wiped Redis); tokens issued before that time plus
-	// CleanStartLeeway are refused with ErrTooOld, since their nonces may have been
-	// forgotten. Default off. See docs/redis.md.
+	// found without one (a new or wiped Redis); a token that the gateway could have
+	// accepted before that time (Entry.AcceptableFrom, its nbf less its partner's leeway)
+	// plus ClockSkewMargin is refused with ErrTooOld, since its nonce may have been claimed
+	// and forgotten. Default off. See docs/redis.md.
 	RequireCleanStart bool `json:"require_clean_start,omitempty"`
-
-	// CleanStartLeeway is the allowance for partner clocks ahead of the gateway's used by
-	// the guard; set it to the handler's leeway. Default 30s.
-	CleanStartLeeway caddy.Duration `json:"clean_start_leeway,omitempty"`
 
 	now         func() time.Time
 	stopMarkers func()
@@ -216,9 +215,6 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	if r.PingInterval == 0 {
 		r.PingInterval = caddy.Duration(DefaultPingInterval)
 	}
-	if r.CleanStartLeeway == 0 && r.RequireCleanStart {
-		r.CleanStartLeeway = caddy.Duration(DefaultCleanStartLeeway)
-	}
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -280,8 +276,9 @@ func (caddyRedisLogger) Printf(_ context.Context, format string, v ...any) {
 // keepMarkers writes the clean-start marker of every bucket that has none, at start and
 // every interval until the config is unloaded. The claim script writes a missing marker
 // too, but only for its own bucket; writing them all at once means that after a new or
-// wiped Redis every bucket starts remembering at the same moment, so the guard refuses
-// tokens for one leeway after that moment rather than at the first use of each bucket.
+// wiped Redis every bucket starts remembering at the same moment, so the guard refuses new
+// tokens for one partner leeway (plus ClockSkewMargin) after that moment rather than after
+// the first use of each bucket.
 func (r *Redis) keepMarkers(ctx context.Context, client redis.UniversalClient, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -409,14 +406,12 @@ func (r *Redis) Validate() error {
 		return fmt.Errorf("redis nonce store: db must not be negative, got %d", r.DB)
 	case r.DB != 0 && len(r.Addresses) > 0 && r.MasterName == "":
 		return errors.New("redis nonce store: db must be 0 with a cluster (addresses without master_name)")
-	case r.DialTimeout < 0, r.ReadTimeout < 0, r.WriteTimeout < 0, r.PingInterval < 0, r.CleanStartLeeway < 0:
+	case r.DialTimeout < 0, r.ReadTimeout < 0, r.WriteTimeout < 0, r.PingInterval < 0:
 		return errors.New("redis nonce store: timeouts and intervals must not be negative")
 	case r.PoolSize < 0:
 		return fmt.Errorf("redis nonce store: pool_size must not be negative, got %d", r.PoolSize)
 	case strings.ContainsAny(r.KeyPrefix, "{}"):
 		return errors.New("redis nonce store: key_prefix must not contain braces, which would change the cluster hash slot")
-	case r.CleanStartLeeway != 0 && !r.RequireCleanStart:
-		return errors.New("redis nonce store: clean_start_leeway needs require_clean_start")
 	}
 	for _, a := range append([]string{r.Address}, r.Addresses...) {
 		if strings.TrimSpace(a) != a {
@@ -458,8 +453,8 @@ func (r *Redis) Cleanup() error {
 
 // claimScriptSource is the claim with the clean-start guard, one atomic step on the key's
 // slot: KEYS[1] the nonce key, KEYS[2] its bucket's marker; ARGV[1] the expiry (Unix ms),
-// ARGV[2] the token's issue time minus the guard's leeway (Unix ms), ARGV[3] now (Unix ms).
-// It answers 1 fresh, 0 replayed, -1 issued before the marker.
+// ARGV[2] the earliest time the token was acceptable less ClockSkewMargin (Unix ms), ARGV[3]
+// now (Unix ms). It answers 1 fresh, 0 replayed, -1 acceptable before the marker.
 const claimScriptSource = `
 local epoch = redis.call('GET', KEYS[2])
 if not epoch then
@@ -541,12 +536,12 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 			return false, fmt.Errorf("claiming nonce in redis: unexpected reply %.40q", v)
 		}
 	}
-	issued := e.IssuedAt.Add(-time.Duration(r.CleanStartLeeway)).UnixMilli()
+	from := e.AcceptableFrom.Add(-ClockSkewMargin).UnixMilli()
 	keys := []string{key, r.KeyPrefix + bucket + "epoch"}
-	cmd := evalOnce(ctx, c, "evalsha", claimScriptSHA, keys, untilMS, issued, r.now().UnixMilli())
+	cmd := evalOnce(ctx, c, "evalsha", claimScriptSHA, keys, untilMS, from, r.now().UnixMilli())
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// the script was not run (a new or restarted server): sending it is no retry
-		cmd = evalOnce(ctx, c, "eval", claimScriptSource, keys, untilMS, issued, r.now().UnixMilli())
+		cmd = evalOnce(ctx, c, "eval", claimScriptSource, keys, untilMS, from, r.now().UnixMilli())
 	}
 	v, err := cmd.Int64()
 	switch {

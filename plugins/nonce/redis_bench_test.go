@@ -35,14 +35,14 @@ func BenchmarkRedisClaim(b *testing.B) {
 		b.Run(fmt.Sprintf("require_clean_start=%v", guard), func(b *testing.B) {
 			r, _ := benchRedisStore(b, guard)
 			var seq atomic.Int64
-			issued := time.Now().Add(time.Hour) // after the guard's start
+			from := time.Now().Add(time.Hour) // after the guard's start
 			until := time.Now().Add(time.Hour)
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				ctx := context.Background()
 				for pb.Next() {
-					e := Entry{Partner: "acme", Nonce: "nonce-bench-" + strconv.FormatInt(seq.Add(1), 10), IssuedAt: issued, Until: until}
+					e := Entry{Partner: "acme", Nonce: "nonce-bench-" + strconv.FormatInt(seq.Add(1), 10), AcceptableFrom: from, Until: until}
 					if fresh, err := r.Claim(ctx, e); err != nil || !fresh {
 						b.Fatalf("Claim = %v, %v", fresh, err)
 					}
@@ -72,7 +72,7 @@ func BenchmarkRedisClaimLoad(b *testing.B) {
 					ctx := context.Background()
 					mine := make([]time.Duration, 0, per)
 					for range per {
-						e := Entry{Partner: "acme", Nonce: "nonce-load-" + strconv.FormatInt(seq.Add(1), 10), IssuedAt: until, Until: until}
+						e := Entry{Partner: "acme", Nonce: "nonce-load-" + strconv.FormatInt(seq.Add(1), 10), AcceptableFrom: until, Until: until}
 						t0 := time.Now()
 						if _, err := r.Claim(ctx, e); err != nil {
 							b.Error(err)

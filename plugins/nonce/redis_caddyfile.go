@@ -32,7 +32,6 @@ import (
 //		pool_size           <n>
 //		ping_interval       <duration>
 //		require_clean_start
-//		clean_start_leeway  <duration>
 //	}
 func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // store name
@@ -91,8 +90,6 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			r.WriteTimeout, err = parsePositiveDuration(d)
 		case "ping_interval":
 			r.PingInterval, err = parsePositiveDuration(d)
-		case "clean_start_leeway":
-			r.CleanStartLeeway, err = parsePositiveDuration(d)
 		case "pool_size":
 			var v string
 			if err = oneArg(d, &v); err != nil {

@@ -40,7 +40,14 @@ func provisionRedis(t *testing.T, r *Redis) caddy.Context {
 
 func liveEntry(partner, nonce string) Entry {
 	now := time.Now()
-	return Entry{Partner: partner, Nonce: nonce, IssuedAt: now, Until: now.Add(time.Minute)}
+	return Entry{Partner: partner, Nonce: nonce, AcceptableFrom: now, Until: now.Add(time.Minute)}
+}
+
+// pastGuardStart makes e acceptable only after the markers the guard writes when the store
+// starts (with the current time), so that the guard lets its claim reach the write.
+func pastGuardStart(e Entry) Entry {
+	e.AcceptableFrom = e.AcceptableFrom.Add(2 * ClockSkewMargin)
+	return e
 }
 
 func claimCtx(t *testing.T, s Store, e Entry) (bool, error) {
@@ -130,7 +137,7 @@ func TestRedisKeysExpire(t *testing.T) {
 	r := &Redis{Address: srv.Addr()}
 	provisionRedis(t, r)
 	// Until in the past, so that the key lives one second: ClockSkewMargin after Until
-	e := Entry{Partner: "acme", Nonce: "nonce-expire-000001", IssuedAt: time.Now(), Until: time.Now().Add(time.Second - ClockSkewMargin)}
+	e := Entry{Partner: "acme", Nonce: "nonce-expire-000001", AcceptableFrom: time.Now(), Until: time.Now().Add(time.Second - ClockSkewMargin)}
 	if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
 		t.Fatalf("Claim = %v, %v, want true, nil", fresh, err)
 	}
@@ -253,9 +260,7 @@ func TestRedisOOM(t *testing.T) {
 			r := &Redis{Address: srv.Addr(), RequireCleanStart: guard}
 			provisionRedis(t, r)
 			srv.Do("CONFIG", "SET", "maxmemory", "1")
-			// issued after the guard's start, so that the guard lets the claim reach the write
-			e := liveEntry("acme", "nonce-oom-000000001")
-			e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway)
+			e := pastGuardStart(liveEntry("acme", "nonce-oom-000000001"))
 			fresh, err := claimCtx(t, r, e)
 			if err == nil || fresh {
 				t.Fatalf("Claim on an out-of-memory Redis = %v, %v, want false and an error", fresh, err)
@@ -379,13 +384,15 @@ func TestRedisCleanStartGuard(t *testing.T) {
 	clk := newFakeClock()
 	r := &Redis{Address: srv.Addr(), RequireCleanStart: true, now: clk.Now}
 	provisionRedis(t, r)
-	leeway := DefaultCleanStartLeeway
-	at := func(issued time.Time, nonce string) Entry {
-		return Entry{Partner: "acme", Nonce: nonce, IssuedAt: issued, Until: time.Now().Add(time.Minute)}
+	margin := ClockSkewMargin
+	// from is the entry's AcceptableFrom: the token's nbf less its partner's leeway
+	at := func(from time.Time, nonce string) Entry {
+		return Entry{Partner: "acme", Nonce: nonce, AcceptableFrom: from, Until: time.Now().Add(time.Minute)}
 	}
 
 	// A new (empty) Redis: the store records its start in every bucket's marker; tokens
-	// issued before it (less the leeway) may have been claimed in a Redis that forgot them.
+	// acceptable before it (plus the clock margin) may have been claimed in a Redis that
+	// forgot them.
 	start := clk.Now()
 	eventually(t, 10*time.Second, "markers written", func() error {
 		if n := len(srv.Client().Keys(context.Background(), DefaultKeyPrefix+"{*}epoch").Val()); n != redisBuckets {
@@ -394,45 +401,51 @@ func TestRedisCleanStartGuard(t *testing.T) {
 		return nil
 	})
 	if fresh, err := claimCtx(t, r, at(start.Add(-time.Minute), "nonce-guard-000001")); !errors.Is(err, ErrTooOld) || fresh {
-		t.Fatalf("Claim of a token issued before the start = %v, %v, want false, ErrTooOld", fresh, err)
+		t.Fatalf("Claim of a token acceptable before the start = %v, %v, want false, ErrTooOld", fresh, err)
 	}
 	bucket, _ := redisKeyParts("acme", "nonce-guard-000001")
 	if got := srv.Client().Get(context.Background(), DefaultKeyPrefix+bucket+"epoch").Val(); got != fmt.Sprint(start.UnixMilli()) {
 		t.Fatalf("marker = %q, want %d", got, start.UnixMilli())
 	}
-	if fresh, err := claimCtx(t, r, at(start.Add(leeway-time.Millisecond), "nonce-guard-000001")); !errors.Is(err, ErrTooOld) || fresh {
-		t.Errorf("Claim of a token issued within the leeway after the start = %v, %v, want false, ErrTooOld", fresh, err)
+	if fresh, err := claimCtx(t, r, at(start.Add(margin-time.Millisecond), "nonce-guard-000001")); !errors.Is(err, ErrTooOld) || fresh {
+		t.Errorf("Claim of a token acceptable within the clock margin after the start = %v, %v, want false, ErrTooOld", fresh, err)
 	}
-	issued := start.Add(leeway)
-	if fresh, err := claimCtx(t, r, at(issued, "nonce-guard-000001")); err != nil || !fresh {
-		t.Fatalf("Claim of a token issued at start + leeway = %v, %v, want true, nil", fresh, err)
+	from := start.Add(margin)
+	if fresh, err := claimCtx(t, r, at(from, "nonce-guard-000001")); err != nil || !fresh {
+		t.Fatalf("Claim of a token acceptable from start + margin = %v, %v, want true, nil", fresh, err)
 	}
-	if fresh, err := claimCtx(t, r, at(issued, "nonce-guard-000001")); err != nil || fresh {
+	if fresh, err := claimCtx(t, r, at(from, "nonce-guard-000001")); err != nil || fresh {
 		t.Fatalf("replay = %v, %v, want false, nil", fresh, err)
 	}
 
-	// The marker outlives the gateway's clock moving on: later tokens are accepted.
+	// The marker outlives the gateway's clock moving on: later tokens are accepted. This
+	// one is of a partner whose leeway (2m) is longer than the handler's default: its nbf
+	// is 2m ahead, and it was acceptable from now.
 	clk.Advance(time.Hour)
-	if fresh, err := claimCtx(t, r, at(issued.Add(time.Minute), "nonce-guard-000002")); err != nil || !fresh {
+	longLeeway := at(clk.Now(), "nonce-guard-000002")
+	if fresh, err := claimCtx(t, r, longLeeway); err != nil || !fresh {
 		t.Fatalf("Claim of a later token = %v, %v, want true, nil", fresh, err)
 	}
 
-	// Redis restarts without persistence and forgets everything. The replay of the token
-	// claimed above is refused as too old instead of being accepted as fresh.
+	// Redis restarts without persistence and forgets everything. The replays of the tokens
+	// claimed above are refused as too old instead of being accepted as fresh, whatever
+	// their partner's leeway: the entry carries the time each became acceptable.
 	srv.Restart()
-	eventually(t, 10*time.Second, "claim after restart", func() error {
-		fresh, err := claimCtx(t, r, at(issued, "nonce-guard-000001"))
-		if err == nil {
-			t.Fatalf("replay after an empty restart = %v, nil, want ErrTooOld", fresh)
-		}
-		if errors.Is(err, ErrTooOld) {
-			return nil
-		}
-		return err
-	})
-	// Tokens issued after the restart (plus leeway) are accepted.
-	if fresh, err := claimCtx(t, r, at(clk.Now().Add(leeway), "nonce-guard-000003")); err != nil || !fresh {
-		t.Fatalf("Claim of a token issued after the restart = %v, %v, want true, nil", fresh, err)
+	for _, e := range []Entry{at(from, "nonce-guard-000001"), longLeeway} {
+		eventually(t, 10*time.Second, "claim after restart", func() error {
+			fresh, err := claimCtx(t, r, e)
+			if err == nil {
+				t.Fatalf("replay after an empty restart = %v, nil, want ErrTooOld", fresh)
+			}
+			if errors.Is(err, ErrTooOld) {
+				return nil
+			}
+			return err
+		})
+	}
+	// Tokens acceptable after the restart (plus the margin) are accepted.
+	if fresh, err := claimCtx(t, r, at(clk.Now().Add(margin), "nonce-guard-000003")); err != nil || !fresh {
+		t.Fatalf("Claim of a token acceptable after the restart = %v, %v, want true, nil", fresh, err)
 	}
 
 	t.Run("without the guard the replay after a restart is accepted", func(t *testing.T) {
@@ -508,8 +521,7 @@ func TestRedisReloadSharesClientWithoutLeaks(t *testing.T) {
 		if err := r.Provision(c); err != nil {
 			t.Fatal(err)
 		}
-		e := liveEntry("acme", fmt.Sprintf("nonce-leak-%08d", i))
-		e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway) // past the guard's start
+		e := pastGuardStart(liveEntry("acme", fmt.Sprintf("nonce-leak-%08d", i)))
 		if _, err := r.Claim(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -654,7 +666,7 @@ func TestRedisValidate(t *testing.T) {
 		{"single", Redis{Address: "127.0.0.1:6379"}, ""},
 		{"cluster", Redis{Addresses: []string{"a:1", "b:1"}}, ""},
 		{"sentinel", Redis{Addresses: []string{"a:26379"}, MasterName: "m", DB: 2, SentinelPassword: "x"}, ""},
-		{"guard", Redis{Address: "a:1", RequireCleanStart: true, CleanStartLeeway: caddy.Duration(time.Minute)}, ""},
+		{"guard", Redis{Address: "a:1", RequireCleanStart: true}, ""},
 		{"nothing", Redis{}, "one of address"},
 		{"both", Redis{Address: "a:1", Addresses: []string{"b:1"}}, "address and addresses are exclusive"},
 		{"master_name without sentinels", Redis{Address: "a:1", MasterName: "m"}, "master_name needs the sentinels in addresses"},
@@ -668,7 +680,6 @@ func TestRedisValidate(t *testing.T) {
 		{"negative ping_interval", Redis{Address: "a:1", PingInterval: -1}, "must not be negative"},
 		{"negative pool_size", Redis{Address: "a:1", PoolSize: -1}, "pool_size must not be negative"},
 		{"braces in key_prefix", Redis{Address: "a:1", KeyPrefix: "x{y}"}, "key_prefix must not contain braces"},
-		{"leeway without guard", Redis{Address: "a:1", CleanStartLeeway: caddy.Duration(time.Second)}, "clean_start_leeway needs require_clean_start"},
 		{"empty address in list", Redis{Addresses: []string{"a:1", ""}}, "empty entry in addresses"},
 		{"address with spaces", Redis{Address: " a:1"}, "surrounding spaces"},
 		{"cert without key", Redis{Address: "a:1", TLS: &RedisTLS{CertFile: "c"}}, "cert_file and key_file go together"},
@@ -720,14 +731,13 @@ func TestRedisUnmarshalCaddyfile(t *testing.T) {
 			pool_size 32
 			ping_interval 5s
 			require_clean_start
-			clean_start_leeway 45s
 		}`, Redis{
 			Addresses: []string{"s1:26379", "s2:26379"}, MasterName: "mymaster", DB: 3, Username: "gw",
 			Password: "{env.REDIS_PASSWORD}", SentinelPassword: "{env.SENTINEL_PASSWORD}",
 			TLS:       &RedisTLS{CAFile: "/etc/ca.pem", CertFile: "/etc/c.pem", KeyFile: "/etc/k.pem", ServerName: "redis.internal"},
 			KeyPrefix: "gw:", DialTimeout: dur(2 * time.Second), ReadTimeout: dur(300 * time.Millisecond),
 			WriteTimeout: dur(400 * time.Millisecond), PoolSize: 32, PingInterval: dur(5 * time.Second),
-			RequireCleanStart: true, CleanStartLeeway: dur(45 * time.Second),
+			RequireCleanStart: true,
 		}, ""},
 		{"tls without block", "redis {\n address a:1\n tls\n}", Redis{Address: "a:1", TLS: &RedisTLS{}}, ""},
 		{"two one-line args", `redis a:1 b:2`, Redis{}, "wrong argument count"},
@@ -749,7 +759,7 @@ func TestRedisUnmarshalCaddyfile(t *testing.T) {
 		{"read_timeout zero", "redis {\n read_timeout 0s\n}", Redis{}, "read_timeout: must be positive"},
 		{"write_timeout missing", "redis {\n write_timeout\n}", Redis{}, "wrong argument count"},
 		{"ping_interval bad", "redis {\n ping_interval x\n}", Redis{}, `ping_interval: parsing duration "x"`},
-		{"clean_start_leeway negative", "redis {\n clean_start_leeway -1s\n}", Redis{}, "clean_start_leeway: must be positive"},
+		{"clean_start_leeway is gone", "redis {\n clean_start_leeway 30s\n}", Redis{}, `unknown redis nonce store option "clean_start_leeway"`},
 		{"pool_size missing", "redis {\n pool_size\n}", Redis{}, "wrong argument count"},
 		{"pool_size zero", "redis {\n pool_size 0\n}", Redis{}, "pool_size: must be positive"},
 		{"pool_size not a number", "redis {\n pool_size many\n}", Redis{}, `pool_size: "many" is not an integer`},
@@ -831,8 +841,7 @@ func TestRedisACL(t *testing.T) {
 		t.Run(fmt.Sprintf("require_clean_start=%v", guard), func(t *testing.T) {
 			r := &Redis{Address: srv.Addr(), Username: "gateway", Password: "gw-password", RequireCleanStart: guard}
 			provisionRedis(t, r)
-			e := liveEntry("acme", fmt.Sprintf("nonce-acl-%v-000001", guard))
-			e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway) // past the guard's start
+			e := pastGuardStart(liveEntry("acme", fmt.Sprintf("nonce-acl-%v-000001", guard)))
 			if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
 				t.Fatalf("Claim = %v, %v, want true, nil", fresh, err)
 			}

@@ -29,9 +29,7 @@ func TestRedisCluster(t *testing.T) {
 			const n = 200
 			entries := make([]Entry, n)
 			for i := range entries {
-				entries[i] = liveEntry("acme", fmt.Sprintf("nonce-cluster-%08d", i))
-				// issued after the guard's start (markers are written when the store starts)
-				entries[i].IssuedAt = entries[i].IssuedAt.Add(2 * DefaultCleanStartLeeway)
+				entries[i] = pastGuardStart(liveEntry("acme", fmt.Sprintf("nonce-cluster-%08d", i)))
 			}
 			for i, e := range entries {
 				fresh, err := claimCtx(t, a, e)
@@ -144,17 +142,15 @@ func TestRedisClusterNodeStalls(t *testing.T) {
 			r := &Redis{Addresses: []string{nodes[0].Addr()}, KeyPrefix: prefix, RequireCleanStart: guard,
 				ReadTimeout: caddy.Duration(readTimeout), PingInterval: caddy.Duration(time.Hour)}
 			provisionRedis(t, r)
-			// issued after the guard's start, so that the guard lets the claims reach the write
-			future := func(e Entry) Entry { e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway); return e }
 			// connect to every master (and load the guard's script) before the stall
 			for i := range 30 {
-				e := future(liveEntry("acme", fmt.Sprintf("nonce-stall-warm-%04d", i)))
+				e := pastGuardStart(liveEntry("acme", fmt.Sprintf("nonce-stall-warm-%04d", i)))
 				if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
 					t.Fatalf("warm-up Claim = %v, %v, want true, nil", fresh, err)
 				}
 			}
 
-			e := future(liveEntry("acme", "nonce-stall-0000001"))
+			e := pastGuardStart(liveEntry("acme", "nonce-stall-0000001"))
 			bucket, hash := redisKeyParts(e.Partner, e.Nonce)
 			owner := masterFor(t, r, nodes, prefix+bucket+hash)
 			stallDone := owner.Stall(4 * readTimeout)
@@ -234,8 +230,7 @@ func TestRedisClusterFollowsMoved(t *testing.T) {
 			var slot int64
 			var from *redistest.Server
 			for i := 0; ; i++ {
-				e = liveEntry("acme", fmt.Sprintf("nonce-moved-%v-%06d", guard, i))
-				e.IssuedAt = e.IssuedAt.Add(2 * DefaultCleanStartLeeway) // past the guard's start
+				e = pastGuardStart(liveEntry("acme", fmt.Sprintf("nonce-moved-%v-%06d", guard, i)))
 				bucket, hash := redisKeyParts(e.Partner, e.Nonce)
 				key = prefix + bucket + hash
 				slot = do(nodes[0], "CLUSTER", "KEYSLOT", key).(int64)

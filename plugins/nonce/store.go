@@ -16,8 +16,12 @@ type Entry struct {
 	// Nonce is the token's nonce claim, partner-supplied text of 16..256 characters by
 	// default. Stores keep a hash of it, never the text, and never log it.
 	Nonce string
-	// IssuedAt is the token's nbf, for stores that refuse tokens older than their own memory.
-	IssuedAt time.Time
+	// AcceptableFrom is the earliest time the gateway could have accepted the token: its nbf
+	// less the leeway of its partner (the handler has a global leeway and per-partner
+	// overrides, so only the handler knows it). A nonce recorded before a store lost its
+	// memory was claimed at or after this time, which is what a store that refuses tokens
+	// older than its own memory compares with the time that memory begins.
+	AcceptableFrom time.Time
 	// Until is when the entry may be forgotten: the token's exp plus the leeway, after which
 	// the token is refused as expired anyway.
 	Until time.Time
