@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -125,6 +126,9 @@ func TestLogsCarryNoTokenNoncePayloadOrSSN(t *testing.T) {
 			} else {
 				rejected++
 			}
+		case logger == "http.handlers.jwt_partner" && strings.HasPrefix(fmt.Sprint(m["msg"]), proxyDebugWarning):
+			// The gateway logs reverse_proxy at INFO, so there is nothing to warn about.
+			t.Errorf("jwt_partner warned about debug logging at INFO: %s", line)
 		case strings.HasPrefix(logger, "http.log.access"):
 			access++
 			if strings.Contains(line, "X-Partner") {
@@ -200,4 +204,112 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// debugCaddyfile is the gateway with Caddy's global debug option: every logger at DEBUG,
+// but those the log excludes ({{.Vars.exclude}}).
+const debugCaddyfile = `{
+	admin {{.Admin}}
+	debug
+	log {
+		output stderr
+		format json
+		{{.Vars.exclude}}
+	}
+}
+
+http://127.0.0.1:{{.Port}} {
+	route /partner/* {
+		jwt_partner {
+			partner demo {
+				{{.Vars.keys}}
+				issuer ` + issuer + `
+				audience ` + audience + `
+			}
+			upstream_secret {env.TEST_UPSTREAM_SECRET}
+		}
+		reverse_proxy {{.Vars.upstream}}
+	}
+}
+`
+
+// proxyDebugWarning is the start of the handler's warning that reverse_proxy logs at debug.
+const proxyDebugWarning = "reverse_proxy logs at debug level"
+
+// TestDebugLogsShowForwardedHeaders records what SECURITY.md and the README say about
+// Caddy-wide DEBUG logging: the gateway's own lines still carry no token, nonce or payload
+// value, but Caddy's reverse_proxy logs every header it sends upstream ("upstream
+// roundtrip"), the verified identity included, and jwt_partner warns about it at load. The
+// documented remedy, a debug log that excludes reverse_proxy, has neither the line nor the
+// warning. Should Caddy stop logging upstream headers, this test fails and the documents
+// change.
+func TestDebugLogsShowForwardedHeaders(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		exclude string
+		leaks   bool // reverse_proxy logs the forwarded headers, and jwt_partner warns
+	}{
+		{"debug", "", true},
+		{"debug without reverse_proxy", "exclude http.handlers.reverse_proxy", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := harness.NewKey(t, "ES256", "es")
+			up := harness.NewUpstream(t)
+			c := harness.StartCaddy(t, harness.Config{
+				Caddyfile: debugCaddyfile,
+				Vars:      map[string]string{"keys": fileKeys(t, key), "upstream": up.Addr(), "exclude": tt.exclude},
+				Env:       []string{"TEST_UPSTREAM_SECRET=" + secret},
+			})
+			p := privatePayload()
+			tok := harness.Token{Payload: p, Nonce: harness.RandomNonce()}
+			s := mint(t, key, tok)
+			if resp := c.PostURL(t, "demo", s); resp.StatusCode != 200 {
+				t.Fatalf("status %d body %s, want 200", resp.StatusCode, resp.Body)
+			}
+			c.Stop()
+
+			ssn := p["contact"].(map[string]any)["ssn"].(string)
+			parts := strings.Split(s, ".")
+			var warned, roundtripWithSSN, debugLines bool
+			for _, line := range strings.Split(c.Logs(), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line), &m) != nil {
+					continue
+				}
+				logger, _ := m["logger"].(string)
+				msg, _ := m["msg"].(string)
+				debugLines = debugLines || m["level"] == "debug"
+				if logger == "http.handlers.jwt_partner" && m["level"] == "warn" && strings.HasPrefix(msg, proxyDebugWarning) {
+					warned = true
+				}
+				// The token and its nonce travel in the body, which no logger writes.
+				for _, leak := range []string{s, parts[2], tok.Nonce} {
+					if strings.Contains(line, leak) {
+						t.Errorf("a %s line carries the token or its nonce: %s", logger, line)
+					}
+				}
+				if logger == "http.handlers.reverse_proxy" {
+					if msg == "upstream roundtrip" && strings.Contains(line, "X-Partner-Contact-Ssn") && strings.Contains(line, ssn) {
+						roundtripWithSSN = true
+					}
+					continue
+				}
+				// Every other logger, jwt_partner's own included, is clean at DEBUG too.
+				for _, leak := range append(secrets(p), parts[1]) {
+					if strings.Contains(line, leak) {
+						t.Errorf("a %s line carries a payload value or the claims: %s", logger, line)
+					}
+				}
+			}
+			if !debugLines {
+				t.Fatalf("no debug line: the test does not run at DEBUG\n%s", c.Logs())
+			}
+			if warned != tt.leaks {
+				t.Errorf("jwt_partner warned that reverse_proxy logs at debug level: %v, want %v\n%s", warned, tt.leaks, c.Logs())
+			}
+			if roundtripWithSSN != tt.leaks {
+				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Contact-Ssn: %v, want %v (if Caddy changed, correct SECURITY.md and the README, then this test)\n%s", roundtripWithSSN, tt.leaks, c.Logs())
+			}
+		})
+	}
 }

@@ -245,6 +245,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 
 	h.metrics = newMetrics(ctx.GetMetricsRegistry())
+	h.warnIfProxyLogsHeaders(ctx)
 
 	if h.store == nil {
 		if h.NonceStoreRaw == nil {
@@ -277,6 +278,29 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 // maxBodySizeLimit says why max_body_size cannot be raised.
 var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
+
+// reverseProxyModule is the module whose debug line "upstream roundtrip" logs every header
+// of the request it sends upstream: after this handler, the verified identity.
+const reverseProxyModule = "http.handlers.reverse_proxy"
+
+// warnIfProxyLogsHeaders warns, once per configuration load, when the logging
+// configuration lets reverse_proxy write debug lines: they carry the X-Partner-* headers,
+// personal data included, and this handler cannot redact another module's log. It asks the
+// logger reverse_proxy itself gets (ctx.Logger for that module: the same logs, include and
+// exclude filters and levels) whether a debug entry would be written; the probe's message
+// is its own, so that no sampling counter of a real message is touched.
+func (h *Handler) warnIfProxyLogsHeaders(ctx caddy.Context) {
+	info, err := caddy.GetModule(reverseProxyModule)
+	if err != nil {
+		return // not in this build, so not logging
+	}
+	if ctx.Logger(info.New()).Check(zapcore.DebugLevel, "jwt_partner debug probe") == nil {
+		return
+	}
+	h.logger.Warn("reverse_proxy logs at debug level: its upstream roundtrip lines carry every forwarded header, the verified identity and personal data included; log reverse_proxy at info or above",
+		zap.String("module", reverseProxyModule),
+		zap.String("header_prefix", h.prefix))
+}
 
 // Validate checks the configuration after Provision.
 func (h *Handler) Validate() error {
