@@ -47,7 +47,7 @@ func TestMetricsLabelsBounded(t *testing.T) {
 			codeAudienceInvalid, codeLifetimeTooLong, codeNotYetValid, codeExpired, codeNonceMissing,
 			codeNonceInvalid, codePayloadInvalid, "kind_not_allowed", codePartnerUnknown, codeNotFound,
 			codeMethodNotAllowed, codeUnsupportedMedia, codeBodyTooLarge, codeBodyUnreadable, codeTokenMissing,
-			codeTokenDuplicated, codeTokenInQuery, codeTokenReplayed, "nonce_store_unavailable",
+			codeTokenDuplicated, codeTokenInQuery, codeTokenReplayed, "token_before_store_start", "nonce_store_unavailable",
 			"nonce_store_full", "internal_error"),
 		"result": set("ok", "error"),
 	}

@@ -55,7 +55,8 @@ func TestGuideListsEveryCode(t *testing.T) {
 		jwtpartner.CodeNotFound, jwtpartner.CodePartnerUnknown, jwtpartner.CodeMethodNotAllowed,
 		jwtpartner.CodeUnsupportedMediaType, jwtpartner.CodeBodyTooLarge, jwtpartner.CodeBodyUnreadable,
 		jwtpartner.CodeTokenMissing, jwtpartner.CodeTokenDuplicated, jwtpartner.CodeTokenInQuery,
-		jwtpartner.CodeTokenReplayed, jwtpartner.CodeNonceStoreUnavailable, jwtpartner.CodeNonceStoreFull,
+		jwtpartner.CodeTokenReplayed, jwtpartner.CodeTokenBeforeStoreStart,
+		jwtpartner.CodeNonceStoreUnavailable, jwtpartner.CodeNonceStoreFull,
 		jwtpartner.CodeInternal,
 	} {
 		if _, ok := statuses[string(c)]; !ok {

@@ -4,7 +4,9 @@
 package redisstore
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -263,5 +265,69 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 				t.Fatalf("instance %d logged a nonce", i)
 			}
 		}
+	}
+}
+
+// TestCleanStartGuardRefusesReplayAfterWipe: with require_clean_start, a token accepted
+// before Redis restarted empty is refused afterwards, also for a partner whose leeway is
+// longer than the handler's default (the guard learns each token's partner leeway from
+// the gateway), with 409 token_before_store_start: final, no Retry-After, logged at info.
+func TestCleanStartGuardRefusesReplayAfterWipe(t *testing.T) {
+	srv := redistest.Start(t)
+	// a store that has been remembering for an hour already
+	ctx := context.Background()
+	for b := range 256 {
+		srv.Client().Set(ctx, fmt.Sprintf("partnergate:nonce:{%02x}epoch", b), time.Now().Add(-time.Hour).UnixMilli(), 0)
+	}
+	f := &fleet{key: harness.NewKey(t, "RS256", "k1"), up: harness.NewUpstream(t)}
+	jwks := harness.WriteJWKS(t, t.TempDir(), f.key)
+	site := strings.Replace(caddyfile, "audience "+audience+"\n", "audience "+audience+"\n\t\t\t\tleeway 1m\n", 1)
+	c := harness.StartCaddy(t, harness.Config{
+		Caddyfile: site,
+		Vars: map[string]string{"jwks": jwks, "upstream": f.up.Addr(),
+			"store": "nonce_store redis " + srv.Addr() + " {\n require_clean_start\n }"},
+	})
+
+	// nbf 50s ahead: acceptable now only by the partner's 1m leeway
+	nonce := harness.RandomNonce()
+	tok := f.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Now: time.Now().Add(50 * time.Second), Nonce: nonce})
+	if resp := c.PostURL(t, "demo", tok); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first use: status %d body %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if resp := c.PostURL(t, "demo", tok); resp.StatusCode != http.StatusConflict || code(resp) != "token_replayed" {
+		t.Fatalf("replay: status %d code %q, want 409 token_replayed", resp.StatusCode, code(resp))
+	}
+
+	srv.Restart() // no persistence: every nonce is forgotten
+	waitUntil(t, "the gateway reaching Redis again", func() error {
+		resp := c.PostURL(t, "demo", tok)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return fmt.Errorf("status 503 %s", code(resp))
+		}
+		if resp.StatusCode != http.StatusConflict || code(resp) != "token_before_store_start" {
+			t.Fatalf("replay after Redis restarted empty: status %d code %q body %s, want 409 token_before_store_start", resp.StatusCode, code(resp), resp.Body)
+		}
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			t.Errorf("Retry-After = %q, want none: the same token can never succeed", ra)
+		}
+		return nil
+	})
+	if n := len(f.up.Requests()); n != 1 {
+		t.Errorf("upstream received %d requests, want 1", n)
+	}
+	// the log line is the security signal of an info-level refusal, not a dependency error
+	waitUntil(t, "an info log line with outcome token_before_store_start", func() error {
+		for _, line := range strings.Split(c.Logs(), "\n") {
+			if strings.Contains(line, `"outcome":"token_before_store_start"`) {
+				if !strings.Contains(line, `"level":"info"`) {
+					t.Fatalf("log line %s, want level info", line)
+				}
+				return nil
+			}
+		}
+		return errors.New("not logged yet")
+	})
+	if strings.Contains(c.Logs(), nonce) {
+		t.Error("the gateway logged the nonce")
 	}
 }

@@ -478,7 +478,7 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	case errors.Is(err, nonce.ErrFull):
 		return &rejection{code: CodeNonceStoreFull, detail: "the gateway cannot record more links right now; try again shortly", err: err}
 	case errors.Is(err, nonce.ErrTooOld):
-		return &rejection{code: CodeNonceStoreUnavailable, detail: "this token was issued before the replay store's memory begins; send a freshly signed token", err: err}
+		return &rejection{code: CodeTokenBeforeStoreStart, detail: "the replay store lost its memory after this token became valid, so its use cannot be checked; send a freshly signed token", err: err}
 	case err != nil:
 		return &rejection{code: CodeNonceStoreUnavailable, detail: "the replay store is unavailable; try again shortly", err: err}
 	case !fresh:
@@ -625,8 +625,9 @@ func requestID(repl *caddy.Replacer) string {
 }
 
 // logOutcome writes the request's one log line: debug for accepted links and a client's
-// bad token, info for a replay (a security signal), error for a broken dependency. It
-// never carries the token, the nonce or a payload value.
+// bad token, info for a replay or a token the replay store cannot vouch for (security
+// signals), error for a broken dependency. It never carries the token, the nonce or a
+// payload value.
 func (h *Handler) logOutcome(rq *request, rej *rejection) {
 	lvl, outcome := zapcore.DebugLevel, outcomeAccepted
 	if rej != nil {
@@ -634,7 +635,7 @@ func (h *Handler) logOutcome(rq *request, rej *rejection) {
 		switch {
 		case dependency(rej.code):
 			lvl = zapcore.ErrorLevel
-		case rej.code == CodeTokenReplayed:
+		case rej.code == CodeTokenReplayed, rej.code == CodeTokenBeforeStoreStart:
 			lvl = zapcore.InfoLevel
 		}
 	}

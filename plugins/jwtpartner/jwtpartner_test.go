@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/partnergate/partnergate/integration/harness"
 	"github.com/partnergate/partnergate/internal/benchcpu"
@@ -451,7 +454,6 @@ func TestServeHTTPStoreFailures(t *testing.T) {
 	}{
 		{"unreachable", errors.New("dial tcp: connection refused"), "nonce_store_unavailable"},
 		{"full", nonce.ErrFull, "nonce_store_full"},
-		{"too old", nonce.ErrTooOld, "nonce_store_unavailable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,6 +470,29 @@ func TestServeHTTPStoreFailures(t *testing.T) {
 				t.Errorf("code = %q, want %q", p.Code, tt.code)
 			}
 		})
+	}
+}
+
+// TestServeHTTPTokenBeforeStoreStart: a token refused by the store's clean-start guard is
+// refused for good (409, no Retry-After: sending it again can never succeed) and logged at
+// info, not as a broken dependency.
+func TestServeHTTPTokenBeforeStoreStart(t *testing.T) {
+	f := newFixture(t, nil)
+	f.store.err = fmt.Errorf("claiming nonce: %w", nonce.ErrTooOld)
+	core, logs := observer.New(zapcore.DebugLevel)
+	f.h.logger = zap.New(core)
+	w, next, _, _ := f.serve(urlRequest("demo", f.token(t, "ES256", harness.Token{})))
+	if next.called {
+		t.Fatal("a token the nonce store cannot vouch for was forwarded")
+	}
+	if w.Code != http.StatusConflict || w.Header().Get("Retry-After") != "" {
+		t.Errorf("status %d, Retry-After %q; want 409 without Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	if p := decodeProblem(t, w); p.Code != "token_before_store_start" {
+		t.Errorf("code = %q, want token_before_store_start", p.Code)
+	}
+	if entries := logs.All(); len(entries) != 1 || entries[0].Level != zapcore.InfoLevel {
+		t.Errorf("log entries = %+v, want one at info", entries)
 	}
 }
 

@@ -19,27 +19,29 @@ type Code = linktoken.Code
 
 // The gateway's codes, next to linktoken's.
 const (
-	CodeNotFound              Code = "not_found"               // the path is not /partner/{name}/url or /payload
-	CodePartnerUnknown        Code = "partner_unknown"         // no partner of that name is configured
-	CodeMethodNotAllowed      Code = "method_not_allowed"      // not a POST
-	CodeUnsupportedMediaType  Code = "unsupported_media_type"  // wrong Content-Type for the endpoint
-	CodeBodyTooLarge          Code = "body_too_large"          // over max_body_size
-	CodeBodyUnreadable        Code = "body_unreadable"         // the client stopped sending the body
-	CodeTokenMissing          Code = "token_missing"           // empty body, or no payload field
-	CodeTokenDuplicated       Code = "token_duplicated"        // more than one payload field
-	CodeTokenInQuery          Code = "token_in_query"          // a payload field in the URL's query
-	CodeTokenReplayed         Code = "token_replayed"          // the nonce was claimed before
-	CodeNonceStoreUnavailable Code = "nonce_store_unavailable" // the nonce store failed or cannot vouch for the token
-	CodeNonceStoreFull        Code = "nonce_store_full"        // the nonce store has no room; retry shortly
-	CodeInternal              Code = "internal_error"          // a bug; the log line says more
+	CodeNotFound              Code = "not_found"                // the path is not /partner/{name}/url or /payload
+	CodePartnerUnknown        Code = "partner_unknown"          // no partner of that name is configured
+	CodeMethodNotAllowed      Code = "method_not_allowed"       // not a POST
+	CodeUnsupportedMediaType  Code = "unsupported_media_type"   // wrong Content-Type for the endpoint
+	CodeBodyTooLarge          Code = "body_too_large"           // over max_body_size
+	CodeBodyUnreadable        Code = "body_unreadable"          // the client stopped sending the body
+	CodeTokenMissing          Code = "token_missing"            // empty body, or no payload field
+	CodeTokenDuplicated       Code = "token_duplicated"         // more than one payload field
+	CodeTokenInQuery          Code = "token_in_query"           // a payload field in the URL's query
+	CodeTokenReplayed         Code = "token_replayed"           // the nonce was claimed before
+	CodeTokenBeforeStoreStart Code = "token_before_store_start" // acceptable before the nonce store's memory begins
+	CodeNonceStoreUnavailable Code = "nonce_store_unavailable"  // the nonce store failed
+	CodeNonceStoreFull        Code = "nonce_store_full"         // the nonce store has no room; retry shortly
+	CodeInternal              Code = "internal_error"           // a bug; the log line says more
 )
 
 // statusOf maps a code to its HTTP status. The rule: 400 for a request or token that is not
 // well formed whatever the keys; 401 for a well-formed token that does not authenticate
 // (signature, key, algorithm, issuer, audience, time window); 403 for an authentic token
 // of a kind the partner may not send; 409 for a replay (the token was good once; a new one
-// is needed, and retrying this one never helps); 503 with Retry-After for a dependency of
-// the gateway that failed, so the token itself may succeed later.
+// is needed, and retrying this one never helps) and for a token the replay store cannot
+// vouch for; 503 with Retry-After for a dependency of the gateway that failed, so the token
+// itself may succeed later.
 func statusOf(c Code) int {
 	switch c {
 	case CodeNotFound, CodePartnerUnknown:
@@ -57,6 +59,14 @@ func statusOf(c Code) int {
 	case linktoken.CodeKindNotAllowed:
 		return http.StatusForbidden
 	case CodeTokenReplayed:
+		return http.StatusConflict
+	case CodeTokenBeforeStoreStart:
+		// The store lost its memory (a Redis restarted empty) after this token became
+		// acceptable, so it may have been used and forgotten. The refusal is final for this
+		// token, as a replay's is: 409, a conflict with the store's state. Not 503, whose
+		// Retry-After invites sending the same token again, which can never succeed; not
+		// 401, because the token is authentic and within its time window. A freshly signed
+		// token succeeds once the store's memory covers it (leeway + 5s after the loss).
 		return http.StatusConflict
 	case linktoken.CodeKeysUnavailable, CodeNonceStoreUnavailable, CodeNonceStoreFull:
 		return http.StatusServiceUnavailable
@@ -82,6 +92,7 @@ var titles = map[Code]string{
 	CodeTokenDuplicated:               "Token given more than once",
 	CodeTokenInQuery:                  "Token in the URL",
 	CodeTokenReplayed:                 "Token already used",
+	CodeTokenBeforeStoreStart:         "Token older than the replay store's memory",
 	CodeNonceStoreUnavailable:         "Replay protection unavailable",
 	CodeNonceStoreFull:                "Replay protection at capacity",
 	CodeInternal:                      "Internal error",

@@ -33,6 +33,7 @@ func TestStatusOf(t *testing.T) {
 		linktoken.CodeAlgorithmNotAllowed: 401,
 		linktoken.CodeKindNotAllowed:      403,
 		CodeTokenReplayed:                 409,
+		CodeTokenBeforeStoreStart:         409,
 		linktoken.CodeKeysUnavailable:     503,
 		CodeNonceStoreUnavailable:         503,
 		CodeNonceStoreFull:                503,
