@@ -192,6 +192,10 @@ type Forwarded struct {
 	Issuer   string
 	KeyID    string
 	Claims   string
+	// RequestID is the gateway's id of the request (HeaderRequestID), unique per request:
+	// bound into the assertion so that the app service can refuse an assertion it has seen
+	// before (a replay within AssertionMaxAge would otherwise mint another login code).
+	RequestID string
 }
 
 // AssertionMaxAge is how long an assertion is accepted after it was made. A forwarded request
@@ -199,13 +203,15 @@ type Forwarded struct {
 // assertion useful for long.
 const AssertionMaxAge = time.Minute
 
-// SignAssertion returns the value of the assertion header: "v1.<unix seconds>.<mac>", where
+// SignAssertion returns the value of the assertion header: "v2.<unix seconds>.<mac>", where
 // mac is HMAC-SHA256 keyed with a secret shared by the gateway and the app service over the
-// time and every vouched value. A client that talks to the app service directly cannot make
-// one, and one seen in transit is useless for another identity or after AssertionMaxAge.
+// time and every vouched value, the request id included. A client that talks to the app
+// service directly cannot make one, and one seen in transit is useless for another identity
+// or request, or after AssertionMaxAge; within it, the app service refuses a request id it
+// has seen (v1 did not bind the request id and is no longer accepted).
 func SignAssertion(secret []byte, now time.Time, f Forwarded) string {
 	ts := strconv.FormatInt(now.Unix(), 10)
-	return "v1." + ts + "." + base64.RawURLEncoding.EncodeToString(assertionMAC(secret, ts, f))
+	return "v2." + ts + "." + base64.RawURLEncoding.EncodeToString(assertionMAC(secret, ts, f))
 }
 
 // Assertion errors.
@@ -222,7 +228,7 @@ func VerifyAssertion(secret []byte, assertion string, now time.Time, f Forwarded
 		return ErrAssertionMissing
 	}
 	parts := strings.Split(assertion, ".")
-	if len(parts) != 3 || parts[0] != "v1" {
+	if len(parts) != 3 || parts[0] != "v2" {
 		return ErrAssertionInvalid
 	}
 	sec, err := strconv.ParseInt(parts[1], 10, 64)
@@ -241,7 +247,7 @@ func VerifyAssertion(secret []byte, assertion string, now time.Time, f Forwarded
 
 func assertionMAC(secret []byte, ts string, f Forwarded) []byte {
 	m := hmac.New(sha256.New, secret)
-	for _, s := range []string{"partnergate-assertion-v1", ts, f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims} {
+	for _, s := range []string{"partnergate-assertion-v2", ts, f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims, f.RequestID} {
 		m.Write([]byte(s))
 		m.Write([]byte{0}) // NUL cannot occur in a header value, so fields cannot run together
 	}

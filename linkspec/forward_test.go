@@ -9,7 +9,8 @@ import (
 func TestAssertion(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	now := time.Unix(1_800_000_000, 0)
-	f := Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: "https://acme.example", KeyID: "k1", Claims: "eyJ9"}
+	f := Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: "https://acme.example", KeyID: "k1", Claims: "eyJ9", RequestID: "r-1"}
+	with := func(edit func(*Forwarded)) Forwarded { g := f; edit(&g); return g }
 	a := SignAssertion(secret, now, f)
 
 	tests := []struct {
@@ -26,11 +27,13 @@ func TestAssertion(t *testing.T) {
 		{"from the future", secret, a, now.Add(-AssertionMaxAge - time.Second), f, ErrAssertionExpired},
 		{"missing", secret, "", now, f, ErrAssertionMissing},
 		{"other secret", []byte("another secret of the same size.."), a, now, f, ErrAssertionInvalid},
-		{"other partner", secret, a, now, Forwarded{Partner: "evil", Endpoint: "url", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ9"}, ErrAssertionInvalid},
-		{"other claims", secret, a, now, Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ8"}, ErrAssertionInvalid},
-		{"fields shifted", secret, a, now, Forwarded{Partner: "acmeurl", Endpoint: "", Kind: "main", Issuer: f.Issuer, KeyID: "k1", Claims: "eyJ9"}, ErrAssertionInvalid},
-		{"garbage", secret, "v1.x.y", now, f, ErrAssertionInvalid},
-		{"other version", secret, "v2" + a[2:], now, f, ErrAssertionInvalid},
+		{"other partner", secret, a, now, with(func(g *Forwarded) { g.Partner = "evil" }), ErrAssertionInvalid},
+		{"other claims", secret, a, now, with(func(g *Forwarded) { g.Claims = "eyJ8" }), ErrAssertionInvalid},
+		{"other request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "r-2" }), ErrAssertionInvalid},
+		{"no request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "" }), ErrAssertionInvalid},
+		{"fields shifted", secret, a, now, with(func(g *Forwarded) { g.Partner, g.Endpoint = "acmeurl", "" }), ErrAssertionInvalid},
+		{"garbage", secret, "v2.x.y", now, f, ErrAssertionInvalid},
+		{"version 1", secret, "v1" + a[2:], now, f, ErrAssertionInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

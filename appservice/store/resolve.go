@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/partnergate/partnergate/linkspec"
@@ -20,6 +21,11 @@ type Link struct {
 	RequestID string
 	Kind      linkspec.Kind
 	Payload   *linkspec.Payload
+	// OnceUntil, when set, makes RequestID single-use until then: ResolveLink records it in
+	// the transaction that resolves the link, and refuses it again with ErrRequestReplayed.
+	// The app service sets it to the end of the gateway assertion's validity, since the
+	// assertion binds the request id: a replayed assertion mints no second login code.
+	OnceUntil time.Time
 }
 
 // Resolved is the outcome of ResolveLink.
@@ -38,6 +44,10 @@ type Resolved struct {
 // ErrLinkInvalid is a link whose payload does not fit its kind; the gateway validated it, so
 // this means a broken or bypassed gateway.
 var ErrLinkInvalid = errors.New("link payload does not fit its kind")
+
+// ErrRequestReplayed is a link whose single-use request id was resolved before (Link's
+// OnceUntil): a replayed gateway assertion.
+var ErrRequestReplayed = errors.New("link request resolved before")
 
 // ResolveLink resolves the link's organization, contact and user, records the link and
 // issues a one-time login code for it, all in one transaction.
@@ -62,6 +72,11 @@ func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 	r := &Resolved{Code: code}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
+		if !l.OnceUntil.IsZero() {
+			if err := s.useRequestID(ctx, tx, l.RequestID, l.OnceUntil.UnixMilli(), now); err != nil {
+				return err
+			}
+		}
 		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO organizations (partner, partner_org_id, name, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (partner, partner_org_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
@@ -112,6 +127,27 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), l.Partner, string(l.Kind),
 		return nil, err
 	}
 	return r, nil
+}
+
+// useRequestID records a single-use request id until expires, first in the resolving
+// transaction: on PostgreSQL a concurrent replay waits on the key and then finds it; on
+// SQLite the IMMEDIATE transactions run one after the other. A row left from an id whose
+// time has passed is taken over, so DeleteExpired's schedule does not matter.
+func (s *Store) useRequestID(ctx context.Context, tx *sql.Tx, id string, expires, now int64) error {
+	if id == "" {
+		return ErrLinkInvalid
+	}
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO used_requests (request_id, expires_at) VALUES (?, ?)
+ON CONFLICT (request_id) DO UPDATE SET expires_at = excluded.expires_at WHERE used_requests.expires_at <= ?`), id, expires, now)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return ErrRequestReplayed
+	}
+	return nil
 }
 
 func (s *Store) resolveContact(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, now int64) error {

@@ -133,7 +133,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	if err := first.db.QueryRow("SELECT current_database()").Scan(&name); err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{"DROP TABLE sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"} {
+	for _, stmt := range []string{"DROP TABLE used_requests, sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"} {
 		if _, err := first.db.Exec(stmt); err != nil {
 			t.Fatalf("emptying %s: %v", name, err)
 		}
@@ -160,7 +160,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			}
 		}
 		if round < 2 {
-			if _, err := first.db.Exec("DROP TABLE sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"); err != nil {
+			if _, err := first.db.Exec("DROP TABLE used_requests, sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,9 +211,10 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open #%d = %v", i+1, err)
 		}
+		ms, _ := loadMigrations()
 		v, err := s.SchemaVersion(context.Background())
-		if err != nil || v != 1 {
-			t.Errorf("SchemaVersion() after open #%d = %d, %v, want 1", i+1, v, err)
+		if err != nil || v != ms[len(ms)-1].version {
+			t.Errorf("SchemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, ms[len(ms)-1].version)
 		}
 		var mode string
 		s.db.QueryRow("PRAGMA journal_mode").Scan(&mode)
@@ -523,17 +524,93 @@ func TestResolveRollsBack(t *testing.T) {
 					return nil
 				}
 				for _, l := range []Link{mainLink("e1", "org1", "c1"), goLink("org1", "c1", "k@example.com")} {
+					l.RequestID, l.OnceUntil = "req-"+string(l.Kind), newClock().Now().Add(2*time.Minute)
 					if _, err := s.ResolveLink(context.Background(), l); !errors.Is(err, boom) {
 						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
 					}
 				}
-				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes"} {
+				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes", "used_requests"} {
 					if n := count(t, s, table); n != 0 {
 						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
 					}
 				}
 			})
 		}
+	}
+}
+
+// TestRequestIDSingleUse: a link whose request id is single-use (a gateway assertion binds
+// it) is resolved once; a replay mints no code, also when replays race, and a failed
+// resolution does not use the id up.
+func TestRequestIDSingleUse(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+			once := func(id string) Link {
+				l := mainLink("e1", "org1", "c1")
+				l.RequestID, l.OnceUntil = id, c.Now().Add(2*time.Minute)
+				return l
+			}
+			boom := errors.New("injected failure")
+			s.hook = func(name string) error {
+				if name == "link" {
+					return boom
+				}
+				return nil
+			}
+			if _, err := s.ResolveLink(ctx, once("req-a")); !errors.Is(err, boom) {
+				t.Fatalf("ResolveLink(failing) = %v", err)
+			}
+			s.hook = nil
+			if _, err := s.ResolveLink(ctx, once("req-a")); err != nil {
+				t.Fatalf("ResolveLink(after a failed attempt) = %v, want resolved: the failure used nothing up", err)
+			}
+			if _, err := s.ResolveLink(ctx, once("req-a")); !errors.Is(err, ErrRequestReplayed) {
+				t.Fatalf("ResolveLink(replay) = %v, want ErrRequestReplayed", err)
+			}
+			if n := count(t, s, "login_codes"); n != 1 {
+				t.Errorf("login codes after a replay = %d, want 1", n)
+			}
+
+			var wg sync.WaitGroup
+			results := make(chan error, 6)
+			for range cap(results) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := s.ResolveLink(ctx, once("req-race"))
+					results <- err
+				}()
+			}
+			wg.Wait()
+			close(results)
+			wins := 0
+			for err := range results {
+				switch {
+				case err == nil:
+					wins++
+				case !errors.Is(err, ErrRequestReplayed):
+					t.Errorf("racing replay = %v", err)
+				}
+			}
+			if wins != 1 {
+				t.Errorf("racing replays resolved %d times, want 1", wins)
+			}
+
+			// Once the assertion has expired, the row is cleared or taken over.
+			c.Add(3 * time.Minute)
+			if _, err := s.ResolveLink(ctx, once("req-a")); err != nil {
+				t.Errorf("ResolveLink(id past its time) = %v, want resolved", err)
+			}
+			if err := s.DeleteExpired(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, s, "used_requests"); n != 1 {
+				t.Errorf("used request ids after DeleteExpired = %d, want 1 (req-a's renewed row)", n)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/partnergate/partnergate/linkspec"
@@ -25,9 +26,9 @@ func FuzzPartnerLink(f *testing.F) {
 	fx := newFixture(f, "http://localhost:8080")
 	f.Fuzz(func(t *testing.T, claims []byte, kind string) {
 		fw := linkspec.Forwarded{Partner: "demo", Endpoint: "url", Kind: kind, Issuer: "https://partner.example", KeyID: "k1",
-			Claims: base64.RawURLEncoding.EncodeToString(claims)}
+			Claims: base64.RawURLEncoding.EncodeToString(claims), RequestID: "fuzz-" + strconv.FormatInt(requestSeq.Add(1), 10)}
 		r := httptest.NewRequest(http.MethodPost, "/partner/demo/url", nil)
-		for k, v := range map[string]string{"Name": fw.Partner, "Endpoint": fw.Endpoint, "Kind": fw.Kind, "Issuer": fw.Issuer, "Key-Id": fw.KeyID} {
+		for k, v := range map[string]string{"Name": fw.Partner, "Endpoint": fw.Endpoint, "Kind": fw.Kind, "Issuer": fw.Issuer, "Key-Id": fw.KeyID, "Request-Id": fw.RequestID} {
 			r.Header.Set("X-Partner-"+k, linkspec.EncodeHeaderValue(v))
 		}
 		r.Header.Set("X-Partner-Claims", fw.Claims)

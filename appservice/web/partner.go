@@ -19,8 +19,9 @@ import (
 const (
 	CodeNotFound           = "not_found"
 	CodeMethodNotAllowed   = "method_not_allowed"
-	CodeAssertionInvalid   = "gateway_assertion_invalid" // no valid gateway assertion: not from the gateway
-	CodePayloadInvalid     = "payload_invalid"           // the claims do not hold a valid payload of the forwarded kind
+	CodeAssertionInvalid   = "gateway_assertion_invalid"  // no valid gateway assertion: not from the gateway
+	CodeAssertionReplayed  = "gateway_assertion_replayed" // a valid assertion seen before: a replayed request
+	CodePayloadInvalid     = "payload_invalid"            // the claims do not hold a valid payload of the forwarded kind
 	CodeInternal           = "internal_error"
 	CodeLoginCodeInvalid   = "login_code_invalid"
 	CodeLoginCodeUsed      = "login_code_used"
@@ -57,9 +58,15 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 
 	// Everything below trusts only what the assertion binds. The path must agree with it
 	// too: a proxy rewriting paths must not turn a link for one partner into another's.
-	err := linkspec.VerifyAssertion(h.cfg.UpstreamSecret, r.Header.Get(h.cfg.HeaderPrefix+linkspec.HeaderAssertion), h.cfg.Now(), fw.Forwarded)
-	if err == nil && (fw.Partner != name || fw.Endpoint != endpoint) {
+	now := h.cfg.Now()
+	err := linkspec.VerifyAssertion(h.cfg.UpstreamSecret, r.Header.Get(h.cfg.HeaderPrefix+linkspec.HeaderAssertion), now, fw.Forwarded)
+	switch {
+	case err != nil:
+	case fw.Partner != name || fw.Endpoint != endpoint:
 		err = errors.New("forwarded partner or endpoint differs from the path")
+	case fw.RequestID == "" || fw.RequestID != fw.requestID:
+		// The gateway's ids are UUIDs; the replay check and the log need that id itself.
+		err = errors.New("forwarded request id is not a plain token")
 	}
 	if err != nil {
 		logger.Warn("link refused", "outcome", CodeAssertionInvalid, "reason", err.Error())
@@ -92,9 +99,19 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The assertion binds the request id: the store takes it once, for as long as the
+	// assertion could be accepted (AssertionMaxAge either side of its time), in the
+	// transaction that resolves the link.
 	res, err := h.cfg.Store.ResolveLink(r.Context(), store.Link{
 		Partner: name, Endpoint: endpoint, RequestID: fw.requestID, Kind: kind, Payload: payload,
+		OnceUntil: now.Add(2 * linkspec.AssertionMaxAge),
 	})
+	if errors.Is(err, store.ErrRequestReplayed) {
+		logger.Warn("link refused", "outcome", CodeAssertionReplayed)
+		h.fail(w, p.with(http.StatusConflict, CodeAssertionReplayed, "Request already processed",
+			"This forwarded request was processed before; a new link needs a new token."))
+		return
+	}
 	if err != nil {
 		logger.Error("resolving link failed", "outcome", CodeInternal, "kind", kind, "error", err.Error())
 		h.fail(w, p.with(http.StatusInternalServerError, CodeInternal, "Internal error",
@@ -139,6 +156,8 @@ func (h *Handler) readForwarded(r *http.Request) forwarded {
 			Issuer:   get(linkspec.HeaderIssuer),
 			KeyID:    get(linkspec.HeaderKeyID),
 			Claims:   r.Header.Get(h.cfg.HeaderPrefix + linkspec.HeaderClaims),
+
+			RequestID: get(linkspec.HeaderRequestID),
 		},
 		requestID: requestID(get(linkspec.HeaderRequestID)),
 	}

@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +69,9 @@ func goPayload() *linkspec.Payload {
 		Contact: &linkspec.Contact{ID: "c-2", Firstname: "Kari", Lastname: "Hansen", Email: "kari@example.com"}}
 }
 
+// requestSeq numbers the forwarded requests: the gateway gives each its own id.
+var requestSeq atomic.Int64
+
 // forwardRequest builds the request the gateway sends after verifying a token: a POST with
 // an empty body and the X-Partner-* headers, signed with the upstream secret.
 func forwardRequest(t *testing.T, endpoint string, p *linkspec.Payload, kind string, signAt time.Time) *http.Request {
@@ -80,7 +85,7 @@ func forwardRequest(t *testing.T, endpoint string, p *linkspec.Payload, kind str
 		t.Fatal(err)
 	}
 	fw := linkspec.Forwarded{Partner: "demo", Endpoint: endpoint, Kind: kind, Issuer: "https://partner.example", KeyID: "k1",
-		Claims: base64.RawURLEncoding.EncodeToString(claims)}
+		Claims: base64.RawURLEncoding.EncodeToString(claims), RequestID: "req-" + strconv.FormatInt(requestSeq.Add(1), 10)}
 	r := httptest.NewRequest(http.MethodPost, "/partner/demo/"+endpoint, nil)
 	set := func(k, v string) { r.Header.Set("X-Partner-"+k, linkspec.EncodeHeaderValue(v)) }
 	set(linkspec.HeaderName, fw.Partner)
@@ -88,7 +93,7 @@ func forwardRequest(t *testing.T, endpoint string, p *linkspec.Payload, kind str
 	set(linkspec.HeaderKind, fw.Kind)
 	set(linkspec.HeaderIssuer, fw.Issuer)
 	set(linkspec.HeaderKeyID, fw.KeyID)
-	set(linkspec.HeaderRequestID, "req-42")
+	set(linkspec.HeaderRequestID, fw.RequestID)
 	p.EachField(func(h, v string) { set(h, v) })
 	r.Header.Set("X-Partner-Claims", fw.Claims)
 	r.Header.Set("X-Partner-Assertion", linkspec.SignAssertion(upstreamSecret, signAt, fw))
@@ -135,7 +140,8 @@ func TestAssertionRefused(t *testing.T) {
 		}},
 		{"kind changed after signing", func(r *http.Request) { r.Header.Set("X-Partner-Kind", "go") }},
 		{"path names another partner", func(r *http.Request) { r.URL.Path = "/partner/other/url" }},
-		{"garbage assertion", func(r *http.Request) { r.Header.Set("X-Partner-Assertion", "v1.x.y") }},
+		{"garbage assertion", func(r *http.Request) { r.Header.Set("X-Partner-Assertion", "v2.x.y") }},
+		{"request id changed after signing", func(r *http.Request) { r.Header.Set("X-Partner-Request-Id", "req-other") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := forwardRequest(t, "url", mainPayload(), "main", testNow)
@@ -172,6 +178,27 @@ func TestAssertionRefused(t *testing.T) {
 	}
 }
 
+// TestAssertionReplayRefused: a forwarded request captured on the way (headers and all)
+// and sent again within the assertion's minute mints no second login code.
+func TestAssertionReplayRefused(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, endpoint := range []string{"url", "payload"} {
+		t.Run(endpoint, func(t *testing.T) {
+			first := forwardRequest(t, endpoint, mainPayload(), "main", testNow)
+			replay := first.Clone(context.Background())
+			if res := serve(f.h, first); res.StatusCode != http.StatusOK {
+				t.Fatalf("first request = %d, want 200", res.StatusCode)
+			}
+			f.now = f.now.Add(30 * time.Second)
+			res := serve(f.h, replay)
+			b := body(t, res)
+			if res.StatusCode != http.StatusConflict || !strings.Contains(b, CodeAssertionReplayed) || strings.Contains(b, "/app/login") {
+				t.Errorf("replay = %d %s, want 409 %s without a login URL", res.StatusCode, b, CodeAssertionReplayed)
+			}
+		})
+	}
+}
+
 func TestPayloadRevalidated(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	for _, tt := range []struct {
@@ -186,14 +213,16 @@ func TestPayloadRevalidated(t *testing.T) {
 		{"unknown kind", mainPayload(), "desktop", "kind"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := serve(f.h, forwardRequest(t, "url", tt.payload, tt.kind, testNow))
+			r := forwardRequest(t, "url", tt.payload, tt.kind, testNow)
+			id := r.Header.Get("X-Partner-Request-Id")
+			res := serve(f.h, r)
 			var p problemBody
 			json.Unmarshal([]byte(body(t, res)), &p)
 			if res.StatusCode != http.StatusBadRequest || p.Code != CodePayloadInvalid || len(p.Fields) == 0 || p.Fields[0].Field != tt.field {
 				t.Errorf("= %d %q %+v, want 400 %q naming %s", res.StatusCode, p.Code, p.Fields, CodePayloadInvalid, tt.field)
 			}
-			if p.RequestID != "req-42" || p.Type != "urn:partnergate:problem:payload_invalid" {
-				t.Errorf("request_id, type = %q, %q, want the gateway's req-42 and the problem URN", p.RequestID, p.Type)
+			if p.RequestID != id || p.Type != "urn:partnergate:problem:payload_invalid" {
+				t.Errorf("request_id, type = %q, %q, want the gateway's %q and the problem URN", p.RequestID, p.Type, id)
 			}
 		})
 	}

@@ -1471,6 +1471,7 @@ func forwardedIntact(t *testing.T, e *env, req request) {
 	f := linkspec.Forwarded{
 		Partner: dec(linkspec.HeaderName), Endpoint: dec(linkspec.HeaderEndpoint), Kind: dec(linkspec.HeaderKind),
 		Issuer: dec(linkspec.HeaderIssuer), KeyID: dec(linkspec.HeaderKeyID), Claims: h.Get("X-Partner-" + linkspec.HeaderClaims),
+		RequestID: dec(linkspec.HeaderRequestID),
 	}
 	if err := linkspec.VerifyAssertion([]byte(upstreamSecret), h.Get("X-Partner-"+linkspec.HeaderAssertion), time.Now(), f); err != nil {
 		t.Errorf("VerifyAssertion(X-Partner-Assertion) = %v, want nil", err)

@@ -123,6 +123,8 @@ func (h *Handler) forward(r *http.Request, rq *request) {
 			Issuer:   tok.Issuer,
 			KeyID:    tok.KeyID,
 			Claims:   tok.Claims,
+
+			RequestID: rq.requestID,
 		})
 		hdr[names.assertion] = one[n+1 : n+2 : n+2]
 	}

@@ -243,6 +243,7 @@ func TestServeHTTPForwardsValidLinks(t *testing.T) {
 					fwd := linkspec.Forwarded{
 						Partner: "demo", Endpoint: endpoint, Kind: kind, Issuer: testIssuer,
 						KeyID: f.keys[alg].Kid, Claims: next.header.Get("X-Partner-Claims"),
+						RequestID: next.header.Get("X-Partner-Request-Id"),
 					}
 					if err := linkspec.VerifyAssertion([]byte(f.h.UpstreamSecret), next.header.Get("X-Partner-Assertion"), f.now, fwd); err != nil {
 						t.Errorf("VerifyAssertion(upstream X-Partner-Assertion) = %v, want nil", err)
