@@ -84,6 +84,7 @@ func TestValidateRejectsBadStoreConfig(t *testing.T) {
 		{"address and addresses", "nonce_store redis {\n address a:1\n addresses b:1\n }", "address and addresses are exclusive"},
 		{"db on a cluster", "nonce_store redis {\n addresses a:1 b:1\n db 3\n }", "db must be 0 with a cluster"},
 		{"master_name without sentinels", "nonce_store redis {\n master_name m\n }", "one of address"},
+		{"username without password", "nonce_store redis {\n address a:1\n username gw\n }", "username needs password"},
 		{"unknown redis option", "nonce_store redis {\n adress a:1\n }", `unknown redis nonce store option \"adress\", at `},
 		{"missing ca file", "nonce_store redis {\n address a:1\n tls {\n ca_file /nonexistent/ca.pem\n }\n }", "reading tls ca_file"},
 		{"insecure tls refused", "nonce_store redis {\n address a:1\n tls {\n insecure_skip_verify\n }\n }", "insecure_skip_verify is not offered"},

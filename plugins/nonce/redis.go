@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 )
 
 func init() {
@@ -247,7 +248,9 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	r.conn = v.(*redisConn)
 	r.metrics = registerRedisMetrics(ctx.GetMetricsRegistry())
 	r.metrics.up.add(r.conn)
-	redisLoggerOnce.Do(func() { redis.SetLogger(caddyRedisLogger{}) })
+	redisLoggerOnce.Do(func() {
+		redis.SetLogger(newCaddyRedisLogger(time.Now, func() *zap.Logger { return caddy.Log().Named("nonce.redis") }))
+	})
 	if r.RequireCleanStart {
 		mctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -265,12 +268,46 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 // process-wide, as is Caddy's default logger.
 var redisLoggerOnce sync.Once
 
-// caddyRedisLogger looks up Caddy's default logger on every message, so that it follows
-// the logging configuration of the config that is running now, not of the first one.
-type caddyRedisLogger struct{}
+// redisLogInterval is the least time between two go-redis messages of one kind in the log.
+// While Redis is down go-redis reports a failed dial for every request that tries to
+// connect, and the handler already logs one error line per refused request: one line per
+// interval, with the count of those held back, shows the cause without flooding the log.
+const redisLogInterval = 30 * time.Second
 
-func (caddyRedisLogger) Printf(_ context.Context, format string, v ...any) {
-	caddy.Log().Named("nonce.redis").Warn(fmt.Sprintf(format, v...))
+// caddyRedisLogger writes go-redis's messages at warn, at most one per redisLogInterval for
+// each format string (go-redis's formats are constants, so the maps stay small). It looks
+// up the logger on every message, so that it follows the logging configuration of the
+// config that is running now, not of the first one.
+type caddyRedisLogger struct {
+	now    func() time.Time
+	logger func() *zap.Logger
+
+	mu         sync.Mutex
+	next       map[string]time.Time // format → when it may be logged again
+	suppressed map[string]int       // format → messages held back since it was logged
+}
+
+func newCaddyRedisLogger(now func() time.Time, logger func() *zap.Logger) *caddyRedisLogger {
+	return &caddyRedisLogger{now: now, logger: logger, next: map[string]time.Time{}, suppressed: map[string]int{}}
+}
+
+func (l *caddyRedisLogger) Printf(_ context.Context, format string, v ...any) {
+	now := l.now()
+	l.mu.Lock()
+	if now.Before(l.next[format]) {
+		l.suppressed[format]++
+		l.mu.Unlock()
+		return
+	}
+	held := l.suppressed[format]
+	delete(l.suppressed, format)
+	l.next[format] = now.Add(redisLogInterval)
+	l.mu.Unlock()
+	var fields []zap.Field
+	if held > 0 {
+		fields = append(fields, zap.Int("suppressed", held))
+	}
+	l.logger().Warn(fmt.Sprintf(format, v...), fields...)
 }
 
 // keepMarkers writes the clean-start marker of every bucket that has none, at start and
@@ -402,6 +439,8 @@ func (r *Redis) Validate() error {
 		return errors.New("redis nonce store: master_name needs the sentinels in addresses")
 	case r.SentinelPassword != "" && r.MasterName == "":
 		return errors.New("redis nonce store: sentinel_password needs master_name")
+	case r.Username != "" && r.Password == "":
+		return errors.New("redis nonce store: username needs password")
 	case r.DB < 0:
 		return fmt.Errorf("redis nonce store: db must not be negative, got %d", r.DB)
 	case r.DB != 0 && len(r.Addresses) > 0 && r.MasterName == "":

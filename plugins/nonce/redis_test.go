@@ -17,6 +17,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/partnergate/partnergate/plugins/nonce/redistest"
 )
@@ -672,6 +675,8 @@ func TestRedisValidate(t *testing.T) {
 		{"master_name without sentinels", Redis{Address: "a:1", MasterName: "m"}, "master_name needs the sentinels in addresses"},
 		{"master_name alone", Redis{MasterName: "m"}, "one of address"},
 		{"sentinel_password without master_name", Redis{Address: "a:1", SentinelPassword: "x"}, "sentinel_password needs master_name"},
+		{"username and password", Redis{Address: "a:1", Username: "gw", Password: "x"}, ""},
+		{"username without password", Redis{Address: "a:1", Username: "gw"}, "username needs password"},
 		{"db on cluster", Redis{Addresses: []string{"a:1"}, DB: 1}, "db must be 0 with a cluster"},
 		{"negative db", Redis{Address: "a:1", DB: -1}, "db must not be negative"},
 		{"negative dial_timeout", Redis{Address: "a:1", DialTimeout: -1}, "must not be negative"},
@@ -980,5 +985,32 @@ func TestRedisUpPerClient(t *testing.T) {
 	}
 	if v, err := gatherUp(reg, srv.Addr()); err != nil || v != 1 {
 		t.Errorf("up once the failing store is gone = %v, %v, want 1", v, err)
+	}
+}
+
+// TestRedisLoggerRateLimited: while Redis is down go-redis reports a failed dial for every
+// request; the log gets one line per kind and interval, with the count held back.
+func TestRedisLoggerRateLimited(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	clk := newFakeClock()
+	l := newCaddyRedisLogger(clk.Now, func() *zap.Logger { return zap.New(core) })
+	ctx := context.Background()
+	const dial = "redis: connection pool: failed to dial after %d attempts: %v"
+	for range 100 {
+		l.Printf(ctx, dial, 1, errors.New("connect: connection refused"))
+	}
+	l.Printf(ctx, "sentinel: new master=%q addr=%q", "m", "127.0.0.1:6380") // another kind
+	if n := logs.Len(); n != 2 {
+		t.Fatalf("log lines after 100 failed dials and one other message = %d, want 2", n)
+	}
+	clk.Advance(redisLogInterval)
+	l.Printf(ctx, dial, 1, errors.New("connect: connection refused"))
+	entries := logs.All()
+	if len(entries) != 3 {
+		t.Fatalf("log lines after the interval = %d, want 3", len(entries))
+	}
+	last := entries[2]
+	if last.Level != zapcore.WarnLevel || last.ContextMap()["suppressed"] != int64(99) {
+		t.Errorf("line after the interval = %s %v, want warn with suppressed=99", last.Level, last.ContextMap())
 	}
 }
