@@ -8,7 +8,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
 )
@@ -147,7 +149,22 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	login := r.PostFormValue("login")
+	// Bounded before the password is hashed: per address and per login name, then by the
+	// number of hashes running at once.
+	if ok, retry := h.signIns.allow(clientAddr(r), strings.ToLower(strings.TrimSpace(login))); !ok {
+		h.log.Info("sign-in refused", "outcome", "rate_limited")
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
+		h.signinError(w, r, http.StatusTooManyRequests, login, "Too many sign-in attempts. Wait a minute, then try again.")
+		return
+	}
+	if !h.signIns.acquire(r.Context()) {
+		h.log.Warn("sign-in refused", "outcome", "busy")
+		w.Header().Set("Retry-After", "5")
+		h.signinError(w, r, http.StatusServiceUnavailable, login, "Sign-in is busy right now. Try again in a few seconds.")
+		return
+	}
 	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), cookieValue(r, sessionCookie))
+	h.signIns.release()
 	if err != nil {
 		status, msg := http.StatusUnauthorized, "Wrong username or password."
 		if !errors.Is(err, store.ErrBadCredentials) {
@@ -156,11 +173,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		} else {
 			h.log.Info("sign-in refused", "outcome", CodeCredentialsInvalid)
 		}
-		d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
-		if s := h.session(r); s != nil && s.Pending {
-			d.Employee = s.Employee
-		}
-		h.render(w, status, "signin", d)
+		h.signinError(w, r, status, login, msg)
 		return
 	}
 	h.log.Info("signed in", "outcome", "signed_in", "link_to_confirm", in.Session.ConfirmLink)
@@ -221,6 +234,16 @@ func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/app", http.StatusSeeOther)
+}
+
+// signinError answers the sign-in page again with msg, the login kept and, for a
+// first-time employee, the greeting.
+func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int, login, msg string) {
+	d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
+	if s := h.session(r); s != nil && s.Pending {
+		d.Employee = s.Employee
+	}
+	h.render(w, status, "signin", d)
 }
 
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// SignInConcurrency bounds the password checks that run at once (each is an argon2id
+	// hash of 19 MiB); DefaultSignInConcurrency when 0.
+	SignInConcurrency int
 }
 
 // Handler serves the app service.
@@ -48,6 +51,7 @@ type Handler struct {
 	csrfKey []byte
 	mux     *http.ServeMux
 	log     *slog.Logger
+	signIns *signInGuard
 }
 
 // New checks cfg and returns the handler.
@@ -83,9 +87,16 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.SignInConcurrency == 0 {
+		cfg.SignInConcurrency = DefaultSignInConcurrency
+	}
+	if cfg.SignInConcurrency < 0 {
+		return nil, errors.New("sign-in concurrency is negative")
+	}
 	m := hmac.New(sha256.New, cfg.AppSecret)
 	m.Write([]byte("partnergate-csrf-key-v1"))
-	h := &Handler{cfg: cfg, public: u, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger}
+	h := &Handler{cfg: cfg, public: u, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
+		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now)}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
 	h.mux.HandleFunc("GET /app/login", h.login)
