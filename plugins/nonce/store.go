@@ -42,9 +42,10 @@ type Store interface {
 // a live nonce, which would let that nonce's token be replayed.
 var ErrFull = errors.New("nonce store full")
 
-// ErrTooOld is returned by a store that refuses a token issued before the earliest time it
-// can vouch for (for example a Redis that came back empty after a restart).
-var ErrTooOld = errors.New("token issued before the nonce store's memory begins")
+// ErrTooOld is returned by a store that refuses a token acceptable (Entry.AcceptableFrom)
+// before the earliest time it can vouch for, for example a Redis that came back empty
+// after a restart. The refusal is final for that token, as a replay's is.
+var ErrTooOld = errors.New("token acceptable before the nonce store's memory begins")
 
 // Pinger is implemented by stores whose reachability can be checked, for health and
 // metrics.
