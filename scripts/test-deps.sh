@@ -13,7 +13,7 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || need_apt+=(python3 python3-jwt python3-cryptography)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
-# wrk drives the load benchmark (scripts/loadbench.sh), not the tests; it is cheap to have.
+# wrk drives the load benchmark (scripts/loadbench.sh); bench/wrk's tests run its script.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -6,12 +6,12 @@
 // scripts/loadbench.sh is the documented way to run it. Its subcommands:
 //
 //	loadbench suite    [flags]  run every phase and print the table (the orchestrator)
-//	loadbench drive    [flags]  one load run from a file of tokens; prints a JSON result
 //	loadbench upstream [flags]  the upstream: 200 with a small body to every request
 //
-// The suite pins Caddy to one core and the generator, the upstream and Redis to the other
-// with taskset, each with GOMAXPROCS=1, so that the gateway's share of the machine is one
-// core and known; it mints between phases on every core, while nothing is measured.
+// The load is Debian's wrk with bench/wrk/partner.lua, one thread per run. The suite pins
+// Caddy to one core and wrk, the upstream and Redis to the other with taskset (the Go
+// processes with GOMAXPROCS=1), so that the gateway's share of the machine is one core and
+// known; it mints between phases on every core, while nothing is measured.
 package main
 
 import (
@@ -27,8 +27,6 @@ func main() {
 	switch os.Args[1] {
 	case "suite":
 		err = suiteMain(os.Args[2:])
-	case "drive":
-		err = driveMain(os.Args[2:])
 	case "upstream":
 		err = upstreamMain(os.Args[2:])
 	default:
@@ -41,6 +39,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: loadbench suite|drive|upstream [flags] (see scripts/loadbench.sh)")
+	fmt.Fprintln(os.Stderr, "usage: loadbench suite|upstream [flags] (see scripts/loadbench.sh)")
 	os.Exit(2)
 }

@@ -34,8 +34,9 @@ type proc struct {
 }
 
 // startPinned runs argv on cpu with GOMAXPROCS=1 (one core, one P: the Go runtime must not
-// schedule for cores it is not allowed to use) and its output in logDir/name.log.
-func startPinned(name, cpu, logDir string, env []string, stdout io.Writer, argv ...string) (*proc, error) {
+// schedule for cores it is not allowed to use) and its output in logDir/name.log, or its
+// standard output in stdout when that is not nil.
+func startPinned(name, cpu, logDir string, env []string, stdin io.Reader, stdout io.Writer, argv ...string) (*proc, error) {
 	argv = append([]string{"taskset", "-c", cpu}, argv...)
 	if niceness != 0 {
 		argv = append([]string{"nice", "-n", strconv.Itoa(niceness)}, argv...)
@@ -46,6 +47,7 @@ func startPinned(name, cpu, logDir string, env []string, stdout io.Writer, argv 
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdin = stdin
 	cmd.Stderr = log
 	cmd.Stdout = log
 	if stdout != nil {
@@ -142,7 +144,7 @@ func startUpstream(self, cpu, logDir string) (*proc, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startPinned("upstream", cpu, logDir, nil, w, self, "upstream")
+	p, err := startPinned("upstream", cpu, logDir, nil, nil, w, self, "upstream")
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -176,7 +178,7 @@ func startRedis(bin, cpu, logDir string) (*proc, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startPinned("redis", cpu, logDir, nil, nil, bin, "--port", strconv.Itoa(port),
+	p, err := startPinned("redis", cpu, logDir, nil, nil, nil, bin, "--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", logDir)
 	if err != nil {
 		return nil, "", err

@@ -44,13 +44,16 @@ func cpuModel() string {
 func (s *suite) machine() []string {
 	caddyVersion, _ := exec.Command(s.caddyBin, "version").Output()
 	redisVersion, _ := exec.Command(s.redisBin, "--version").Output()
+	// wrk -v prints its version, then its usage, and exits 1.
+	wrkVersion, _ := exec.Command(s.wrkBin, "-v").Output()
+	wrkName, _, _ := strings.Cut(firstLine(wrkVersion), " Copyright")
 	load, _ := os.ReadFile("/proc/loadavg")
 	return []string{
 		fmt.Sprintf("machine: %d CPUs (%s), %s, %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
 		fmt.Sprintf("caddy: %s; %s", firstLine(caddyVersion), firstLine(redisVersion)),
-		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); load generator, upstream and Redis on CPU %s (GOMAXPROCS=1 each); nice %d", s.gwCPU, s.genCPU, niceness),
-		fmt.Sprintf("load: %d connections, closed loop, %v warmup + %v measured per phase, %d rounds; unknown-kid flood: %d more connections, key set refresh_cooldown %v",
-			s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
+		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); wrk, upstream and Redis on CPU %s (the upstream with GOMAXPROCS=1); nice %d", s.gwCPU, s.genCPU, niceness),
+		fmt.Sprintf("load: %s with bench/wrk/partner.lua, 1 thread, %d connections, closed loop; per phase a %v warmup run, then a %v measured run; %d rounds; unknown-kid flood: a second wrk with %d connections, key set refresh_cooldown %v",
+			strings.TrimSpace(wrkName), s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
 		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens", benchPath, benchContentType, len(s.pool[0]), benchRSABits),
 		fmt.Sprintf("load average at start: %s", firstLine(load)),
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/pem"
 	"flag"
 	"fmt"
@@ -16,15 +14,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/partnergate/partnergate/bench/loadgen"
+	"github.com/partnergate/partnergate/bench/wrk"
+)
+
+// Request shape of every phase: the /url endpoint's, so that the baseline and the gateway
+// read the same bytes. bench/wrk/partner.lua sends the same.
+const (
+	benchPath        = "/partner/acme/url"
+	benchContentType = "text/plain"
 )
 
 type suite struct {
 	caddyBin, redisBin, self string
+	wrkBin, script           string
 	gwCPU, genCPU            string
 	warmup, duration         time.Duration
 	rounds, conns            int
@@ -53,15 +60,15 @@ type suite struct {
 
 // phaseResult is one measured phase.
 type phaseResult struct {
-	Phase       string          `json:"phase"`
-	Round       int             `json:"round"`
-	Load        *loadgen.Result `json:"load"`
-	Flood       *loadgen.Result `json:"flood,omitempty"`
-	CaddyCPU    time.Duration   `json:"caddy_cpu_ns"`  // in the measured window
-	GenCoreBusy float64         `json:"gen_core_busy"` // generator + upstream + redis CPU / wall
-	Fetches     int64           `json:"jwks_fetches"`  // key set fetches in the measured window
-	Tokens      int             `json:"tokens_minted"` // 0 for the baseline
-	MintSeconds float64         `json:"mint_seconds"`  // time to mint the batch
+	Phase       string        `json:"phase"`
+	Round       int           `json:"round"`
+	Load        *wrk.Result   `json:"load"`
+	Flood       *wrk.Result   `json:"flood,omitempty"`
+	CaddyCPU    time.Duration `json:"caddy_cpu_ns"`  // in the measured window
+	GenCoreBusy float64       `json:"gen_core_busy"` // wrk + upstream + redis CPU / wall
+	Fetches     int64         `json:"jwks_fetches"`  // key set fetches in the measured window
+	Tokens      int           `json:"tokens_minted"` // 0 for the baseline
+	MintSeconds float64       `json:"mint_seconds"`  // time to mint the batch
 }
 
 func (r phaseResult) usPerReq() float64 {
@@ -95,25 +102,31 @@ func suiteMain(args []string) error {
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.StringVar(&s.caddyBin, "caddy", "./caddy", "Caddy binary built with partnergate's modules")
 	fs.StringVar(&s.redisBin, "redis-server", "redis-server", "redis-server binary")
+	fs.StringVar(&s.wrkBin, "wrk", "wrk", "wrk binary (Debian package wrk)")
 	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU that Caddy is pinned to")
-	fs.StringVar(&s.genCPU, "generator-cpu", "0", "CPU that the load generator, the upstream and Redis are pinned to")
-	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "warmup of each phase, not counted")
-	fs.DurationVar(&s.duration, "duration", 10*time.Second, "measured window of each phase")
+	fs.StringVar(&s.genCPU, "generator-cpu", "0", "CPU that wrk, the upstream and Redis are pinned to")
+	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "warmup of each phase: a wrk run of its own before the measured one, not counted (whole seconds; 0: none)")
+	fs.DurationVar(&s.duration, "duration", 10*time.Second, "measured window of each phase (whole seconds, wrk's unit)")
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of a, b, c (the table gives each round and the medians)")
-	fs.IntVar(&s.conns, "conns", 16, "connections of the load generator")
-	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood (closed loop, full rate)")
+	fs.IntVar(&s.conns, "conns", 16, "connections of wrk")
+	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
 	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of b and c after the measured rounds (0: none)")
 	fs.StringVar(&s.jwksMode, "jwks", "url", "key set source of b and c: url (as d) or file")
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
-	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, the generator, the upstream and Redis (negative needs root; for a shared machine)")
+	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
 	skip := fs.String("skip", "", "phases to leave out, e.g. cd")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for _, c := range *skip {
 		s.skip[string(c)] = true
+	}
+	// wrk counts in whole seconds; the table and the batch sizes use what it will run.
+	s.duration = time.Duration(wrk.Seconds(s.duration)) * time.Second
+	if s.warmup > 0 {
+		s.warmup = time.Duration(wrk.Seconds(s.warmup)) * time.Second
 	}
 	var err error
 	if s.self, err = os.Executable(); err != nil {
@@ -175,6 +188,13 @@ func suiteMain(args []string) error {
 
 func (s *suite) setup() error {
 	var err error
+	if s.wrkBin, err = exec.LookPath(s.wrkBin); err != nil {
+		return fmt.Errorf("finding wrk: %v (install Debian's wrk package; scripts/test-deps.sh does)", err)
+	}
+	s.script = filepath.Join(s.out, "partner.lua")
+	if err := os.WriteFile(s.script, wrk.Script, 0o644); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "loadbench: generating the partner's RSA-%d key\n", benchRSABits)
 	if s.partner, err = newPartner(); err != nil {
 		return err
@@ -254,7 +274,7 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 	}
 	home := filepath.Join(s.out, "caddy-home")
 	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home}
-	p, err := startPinned("caddy-"+ph, s.gwCPU, filepath.Join(s.out, "logs"), env, nil,
+	p, err := startPinned("caddy-"+ph, s.gwCPU, filepath.Join(s.out, "logs"), env, nil, nil,
 		s.caddyBin, "run", "--config", file, "--adapter", "caddyfile")
 	if err != nil {
 		return nil, "", "", err
@@ -324,74 +344,132 @@ func (s *suite) batchSize(ph string) int {
 	if rate == 0 {
 		return s.maxTokens
 	}
-	return min(int(rate*(s.warmup+s.duration).Seconds())+s.conns, s.maxTokens)
+	// Each wrk run stops up to 0.1 s after its -d, and the requests in flight when the
+	// warmup stops are spent without an answer.
+	return min(int(rate*(s.warmup+s.duration+200*time.Millisecond).Seconds())+2*s.conns, s.maxTokens)
 }
 
-// driver is a running "loadbench drive".
-type driver struct {
-	p      *proc
-	window chan time.Duration // the driver's CPU time when its window opened
-	out    bytes.Buffer
-	read   chan struct{}
+// loadSpec is one wrk run of a stage.
+type loadSpec struct {
+	name   string // of its log files
+	tokens string // the tokens file
+	conns  int
+	repeat bool  // cycle through the tokens (baseline, flood) instead of sending each once
+	skip   int64 // requests a warmup sent from the same file
 }
 
-// startDrive runs "loadbench drive" pinned to the generator CPU; onWindow runs when its
-// measured window opens.
-func (s *suite) startDrive(name, addr, tokens string, conns int, repeat bool, onWindow func()) (*driver, error) {
-	args := []string{s.self, "drive", "-addr", addr, "-tokens", tokens, "-conns", strconv.Itoa(conns),
-		"-warmup", s.warmup.String(), "-duration", s.duration.String()}
-	if repeat {
-		args = append(args, "-repeat")
-	}
-	r, w, err := os.Pipe()
+// load is a running wrk with partner.lua, pinned to the generator CPU. It is gated: it
+// builds its requests, says it is ready and waits for a line on its standard input.
+type load struct {
+	p       *proc
+	gate    *os.File      // wrk's standard input
+	ready   chan struct{} // closed when wrk waits at its gate
+	openCPU time.Duration // wrk's CPU time when it was opened
+	res     *wrk.Result
+	err     error
+	read    chan struct{} // closed when wrk's output has been read to its end
+}
+
+func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec) (*load, error) {
+	cfg := wrk.Config{Script: s.script, URL: "http://" + addr + benchPath, Tokens: sp.tokens,
+		Repeat: sp.repeat, Skip: sp.skip, Conns: sp.conns, Duration: d, Gated: true}
+	gateR, gateW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	p, err := startPinned(name, s.genCPU, filepath.Join(s.out, "logs"), nil, w, args...)
-	w.Close()
+	outR, outW, err := os.Pipe()
 	if err != nil {
-		r.Close()
+		gateR.Close()
+		gateW.Close()
 		return nil, err
 	}
-	d := &driver{p: p, window: make(chan time.Duration, 1), read: make(chan struct{})}
+	logs := filepath.Join(s.out, "logs")
+	p, err := startPinned(sp.name, s.genCPU, logs, nil, gateR, outW, append([]string{s.wrkBin}, cfg.Args()...)...)
+	gateR.Close()
+	outW.Close()
+	if err != nil {
+		gateW.Close()
+		outR.Close()
+		return nil, err
+	}
+	l := &load{p: p, gate: gateW, ready: make(chan struct{}), read: make(chan struct{})}
 	go func() {
-		defer close(d.read)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if sc.Text() == windowLine {
-				cpu, _ := p.cpuTime()
-				d.window <- cpu
-				if onWindow != nil {
-					onWindow()
-				}
-				continue
-			}
-			d.out.Write(sc.Bytes())
+		defer close(l.read)
+		defer outR.Close()
+		var rest []byte
+		l.res, rest, l.err = wrk.Read(outR, func() { close(l.ready) })
+		io.Copy(io.Discard, outR)
+		// wrk's own summary, next to the log of its standard error.
+		os.WriteFile(filepath.Join(logs, sp.name+".out"), rest, 0o644)
+	}()
+	return l, nil
+}
+
+// wait returns wrk's result and its CPU time since it was opened.
+func (l *load) wait() (*wrk.Result, time.Duration, error) {
+	<-l.p.done
+	<-l.read
+	if l.p.err != nil {
+		return nil, 0, fmt.Errorf("%s: %v (see its log)", l.p.name, l.p.err)
+	}
+	if l.err != nil {
+		return nil, 0, fmt.Errorf("%s: %v", l.p.name, l.err)
+	}
+	total := l.p.cmd.ProcessState.UserTime() + l.p.cmd.ProcessState.SystemTime()
+	return l.res, total - l.openCPU, nil
+}
+
+// readyTimeout bounds how long wrk may take to build its requests from the tokens file.
+const readyTimeout = 2 * time.Minute
+
+// runLoads runs one stage: a wrk per spec for d, all opened at the same moment once each
+// has built its requests, so that their windows coincide (the valid load and the flood of
+// phase d) and CPU times sampled by before, right before that moment, cover the window
+// and not the building. It returns each run's result and CPU time in its window.
+func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before func()) ([]*wrk.Result, []time.Duration, error) {
+	loads := make([]*load, 0, len(specs))
+	defer func() {
+		for _, l := range loads {
+			l.gate.Close()
+			l.p.stop()
 		}
 	}()
-	return d, nil
-}
-
-// wait returns the driver's result and its CPU time within the measured window.
-func (d *driver) wait() (*loadgen.Result, time.Duration, error) {
-	<-d.p.done
-	<-d.read
-	if d.p.err != nil {
-		return nil, 0, fmt.Errorf("%s: %v (see its log)", d.p.name, d.p.err)
+	for _, sp := range specs {
+		l, err := s.startLoad(addr, d, sp)
+		if err != nil {
+			return nil, nil, err
+		}
+		loads = append(loads, l)
 	}
-	var res loadgen.Result
-	if err := json.Unmarshal(d.out.Bytes(), &res); err != nil {
-		return nil, 0, fmt.Errorf("%s: decoding result: %v", d.p.name, err)
+	deadline := time.After(readyTimeout)
+	for _, l := range loads {
+		select {
+		case <-l.ready:
+		case <-l.p.done:
+			return nil, nil, fmt.Errorf("%s exited before it was ready: %v (see %s)", l.p.name, l.p.err,
+				filepath.Join(s.out, "logs", l.p.name+".log"))
+		case <-deadline:
+			return nil, nil, fmt.Errorf("%s was not ready after %v", l.p.name, readyTimeout)
+		}
 	}
-	total := d.p.cmd.ProcessState.UserTime() + d.p.cmd.ProcessState.SystemTime()
-	var atWindow time.Duration
-	select {
-	case atWindow = <-d.window:
-	default:
+	if before != nil {
+		before()
 	}
-	return &res, total - atWindow, nil
+	for _, l := range loads {
+		l.openCPU, _ = l.p.cpuTime()
+		if _, err := l.gate.Write([]byte("\n")); err != nil {
+			return nil, nil, fmt.Errorf("opening %s: %v", l.p.name, err)
+		}
+	}
+	results := make([]*wrk.Result, len(loads))
+	cpu := make([]time.Duration, len(loads))
+	for i, l := range loads {
+		var err error
+		if results[i], cpu[i], err = l.wait(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return results, cpu, nil
 }
 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
@@ -434,10 +512,37 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		return r, fmt.Errorf("phase %s: %v", ph, err)
 	}
 
-	// Caddy's, the upstream's and Redis's CPU are read when the main driver's measured
-	// window opens and when it has ended; the drivers report their own for the window.
-	type sample struct{ caddy, up, redis time.Duration }
+	specs := []loadSpec{{name: "wrk-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}}
+	if ph == phaseFlood {
+		specs = append(specs, loadSpec{name: "wrk-flood", tokens: floodFile, conns: s.floodConns, repeat: true})
+	}
+	// The warmup is a wrk run of its own, since wrk's statistics cover a whole run; the
+	// measured run continues in the same tokens where the warmup stopped.
+	if s.warmup > 0 {
+		warm := slices.Clone(specs)
+		for i := range warm {
+			warm[i].name += "-warmup"
+		}
+		res, _, err := s.runLoads(addr, s.warmup, warm, nil)
+		if err != nil {
+			return r, fmt.Errorf("warmup: %v", err)
+		}
+		if res[0].Exhausted {
+			return r, fmt.Errorf("the warmup used up all %d tokens (raise -max-tokens)", len(tokens))
+		}
+		for i := range specs {
+			specs[i].skip = res[i].Sent
+		}
+	}
+
+	// Caddy's, the upstream's and Redis's CPU are read right before the measured runs open
+	// and after they have ended; wrk's own comes with each run.
+	type sample struct {
+		at               time.Time
+		caddy, up, redis time.Duration
+	}
 	read := func() (x sample) {
+		x.at = time.Now()
 		x.caddy, _ = caddy.cpuTime()
 		x.up, _ = s.upProc.cpuTime()
 		if s.redisProc != nil {
@@ -447,39 +552,25 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	var before sample
 	var fetchesBefore int64
-	var flood *driver
-	if ph == phaseFlood {
-		if flood, err = s.startDrive("drive-flood", addr, floodFile, s.floodConns, true, nil); err != nil {
-			return r, err
-		}
-		defer flood.p.stop()
-	}
-	main, err := s.startDrive("drive-"+ph, addr, file, s.conns, ph == phaseBaseline, func() {
-		before, fetchesBefore = read(), s.fetches.Load()
-	})
-	if err != nil {
-		return r, err
-	}
-	defer main.p.stop()
-	res, driveCPU, err := main.wait()
+	res, wrkCPU, err := s.runLoads(addr, s.duration, specs, func() { before, fetchesBefore = read(), s.fetches.Load() })
 	after, fetchesAfter := read(), s.fetches.Load()
 	if err != nil {
 		return r, err
 	}
-	var floodCPU time.Duration
-	if flood != nil {
-		if r.Flood, floodCPU, err = flood.wait(); err != nil {
-			return r, err
-		}
+	r.Load = res[0]
+	if len(res) > 1 {
+		r.Flood = res[1]
 	}
-	r.Load = res
 	r.CaddyCPU = after.caddy - before.caddy
 	r.Fetches = fetchesAfter - fetchesBefore
-	gen := driveCPU + floodCPU + (after.up - before.up) + (after.redis - before.redis)
-	r.GenCoreBusy = gen.Seconds() / res.Elapsed.Seconds()
-	s.phaseRPS[ph] = max(s.phaseRPS[ph], res.RPS)
+	gen := (after.up - before.up) + (after.redis - before.redis)
+	for _, c := range wrkCPU {
+		gen += c
+	}
+	r.GenCoreBusy = gen.Seconds() / after.at.Sub(before.at).Seconds()
+	s.phaseRPS[ph] = max(s.phaseRPS[ph], r.Load.RPS)
 	if ph == phaseBaseline {
-		est := res.RPS
+		est := r.Load.RPS
 		if us := r.usPerReq(); us > 0 {
 			est = max(est, 1e6/us)
 		}
@@ -516,32 +607,31 @@ func (s *suite) profilePhase(ph string) error {
 	if err := probe(addr, probeToken); err != nil {
 		return err
 	}
-	args := []string{s.self, "drive", "-addr", addr, "-tokens", file, "-conns", strconv.Itoa(s.conns),
-		"-warmup", s.warmup.String(), "-duration", (s.profile + time.Second).String()}
-	driver, err := startPinned("drive-profile-"+ph, s.genCPU, filepath.Join(s.out, "logs"), nil, io.Discard, args...)
-	if err != nil {
-		return err
+	// One wrk run: the warmup, then the profile, with a second to spare.
+	opened := make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: s.conns}
+		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, []loadSpec{spec}, func() { close(opened) })
+		loaded <- err
+	}()
+	select {
+	case <-opened:
+	case err := <-loaded:
+		return fmt.Errorf("load for the profile: %v", err)
 	}
-	defer driver.stop()
 	time.Sleep(s.warmup)
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(s.profile.Seconds()))
-	resp, err := http.Get(url)
+	data, err := fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(s.profile.Seconds())))
+	if lerr := <-loaded; err == nil && lerr != nil {
+		err = fmt.Errorf("load for the profile: %v", lerr)
+	}
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %d", url, resp.StatusCode)
 	}
 	prof := filepath.Join(s.out, "profile-"+ph+".pb.gz")
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
 	if err := os.WriteFile(prof, data, 0o644); err != nil {
 		return err
 	}
-	<-driver.done
 	for _, view := range []struct{ name, flag string }{{"flat", "-top"}, {"cum", "-top"}} {
 		args := []string{"tool", "pprof", view.flag, "-nodecount=45"}
 		if view.name == "cum" {
@@ -558,4 +648,16 @@ func (s *suite) profilePhase(ph string) error {
 	}
 	fmt.Printf("profile of %s: %s (top functions in profile-%s.flat.txt and .cum.txt)\n", phaseTitle[ph], prof, ph)
 	return nil
+}
+
+func fetchProfile(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d", url, resp.StatusCode)
+	}
+	return io.ReadAll(resp.Body)
 }
