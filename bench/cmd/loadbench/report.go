@@ -152,7 +152,7 @@ func (s *suite) report() error {
 	}
 	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sums := map[string]summary{}
-	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood} {
+	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseMemoryCompare, phaseRedisCompare} {
 		sum, ok := s.summarise(ph)
 		if !ok {
 			continue
@@ -173,6 +173,15 @@ func (s *suite) report() error {
 	}
 	if c, ok := sums[phaseRedis]; ok && okA {
 		fmt.Fprintf(&b, "- c/a = %.1f%% (%s)%s; by Caddy CPU per request: %.1f%%\n", 100*c.RPS/a.RPS, verdict(c.RPS/a.RPS, goalRedis), s.perRound(phaseRedis), 100*a.CaddyUS/c.CaddyUS)
+	}
+	for _, ph := range []string{phaseMemoryCompare, phaseRedisCompare} {
+		x, ok := sums[ph]
+		y, okY := sums[config(ph)]
+		if !ok || !okY || !okA {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s/a = %.1f%% with the -compare build (%s), against %s/a = %.1f%%: this build answers %+.1f%% requests/s and spends %+.1f%% Caddy CPU per request\n",
+			ph, 100*x.RPS/a.RPS, filepath.Base(s.compareBin), config(ph), 100*y.RPS/a.RPS, 100*(y.RPS/x.RPS-1), 100*(y.CaddyUS/x.CaddyUS-1))
 	}
 	for _, r := range s.results {
 		if r.Phase != phaseFlood {

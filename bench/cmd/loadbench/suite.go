@@ -31,6 +31,7 @@ const (
 
 type suite struct {
 	caddyBin, redisBin, self string
+	compareBin               string // another build, for phases B and C
 	wrkBin, script           string
 	gwCPU, genCPU            string
 	warmup, duration         time.Duration
@@ -88,19 +89,37 @@ const (
 	phaseMemory   = "b"
 	phaseRedis    = "c"
 	phaseFlood    = "d"
+	// b and c again with the -compare build, in the same rounds: before and after a
+	// change, side by side in one run.
+	phaseMemoryCompare = "B"
+	phaseRedisCompare  = "C"
 )
 
+// compared maps a phase of the -compare build to the same configuration's phase.
+var compared = map[string]string{phaseMemoryCompare: phaseMemory, phaseRedisCompare: phaseRedis}
+
+// config returns the phase whose configuration ph runs: b for B, c for C, ph otherwise.
+func config(ph string) string {
+	if c, ok := compared[ph]; ok {
+		return c
+	}
+	return ph
+}
+
 var phaseTitle = map[string]string{
-	phaseBaseline: "a  reverse_proxy alone (baseline)",
-	phaseMemory:   "b  jwt_partner + memory store",
-	phaseRedis:    "c  jwt_partner + Redis store",
-	phaseFlood:    "d  b under an unknown-kid flood",
+	phaseBaseline:      "a  reverse_proxy alone (baseline)",
+	phaseMemory:        "b  jwt_partner + memory store",
+	phaseRedis:         "c  jwt_partner + Redis store",
+	phaseFlood:         "d  b under an unknown-kid flood",
+	phaseMemoryCompare: "B  b with the -compare build",
+	phaseRedisCompare:  "C  c with the -compare build",
 }
 
 func suiteMain(args []string) error {
 	s := &suite{skip: map[string]bool{}, phaseRPS: map[string]float64{}}
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.StringVar(&s.caddyBin, "caddy", "./caddy", "Caddy binary built with partnergate's modules")
+	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases B and C, b and c with it, to every round")
 	fs.StringVar(&s.redisBin, "redis-server", "redis-server", "redis-server binary")
 	fs.StringVar(&s.wrkBin, "wrk", "wrk", "wrk binary (Debian package wrk)")
 	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU that Caddy is pinned to")
@@ -135,6 +154,13 @@ func suiteMain(args []string) error {
 	if s.caddyBin, err = filepath.Abs(s.caddyBin); err != nil {
 		return err
 	}
+	phases := []string{phaseBaseline, phaseMemory, phaseRedis}
+	if s.compareBin != "" {
+		if s.compareBin, err = filepath.Abs(s.compareBin); err != nil {
+			return err
+		}
+		phases = append(phases, phaseMemoryCompare, phaseRedisCompare)
+	}
 	if s.out == "" {
 		if s.out, err = os.MkdirTemp("", "loadbench-"); err != nil {
 			return err
@@ -149,8 +175,8 @@ func suiteMain(args []string) error {
 	}
 	s.printMachine(os.Stdout)
 	for round := 1; round <= s.rounds; round++ {
-		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis} {
-			if s.skip[ph] {
+		for _, ph := range phases {
+			if s.skip[ph] || s.skip[config(ph)] {
 				continue
 			}
 			r, err := s.runPhase(ph, round)
@@ -247,6 +273,10 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 	if err != nil {
 		return nil, "", "", err
 	}
+	bin := s.caddyBin
+	if _, ok := compared[ph]; ok {
+		bin = s.compareBin
+	}
 	cfg := caddyConfig{
 		Admin:    net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPort)),
 		Listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(listenPort)),
@@ -260,7 +290,7 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		} else {
 			cfg.JWKSFile = s.jwksFile
 		}
-		if ph == phaseRedis {
+		if config(ph) == phaseRedis {
 			cfg.Redis = s.redis
 		}
 	}
@@ -275,7 +305,7 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 	home := filepath.Join(s.out, "caddy-home")
 	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home}
 	p, err := startPinned("caddy-"+ph, s.gwCPU, filepath.Join(s.out, "logs"), env, nil, nil,
-		s.caddyBin, "run", "--config", file, "--adapter", "caddyfile")
+		bin, "run", "--config", file, "--adapter", "caddyfile")
 	if err != nil {
 		return nil, "", "", err
 	}
