@@ -73,6 +73,9 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 	if r.Load.Exhausted {
 		mark = " (tokens used up early; window shortened)"
 	}
+	if r.Phase == phaseFloodAlone {
+		mark += " (refusals are the point: none may be 200)"
+	}
 	if r.GenCoreBusy >= saturated {
 		mark += " (generator core saturated: this phase measured the load, not the gateway)"
 	}
@@ -152,7 +155,7 @@ func (s *suite) report() error {
 	}
 	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sums := map[string]summary{}
-	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseMemoryCompare, phaseRedisCompare} {
+	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseMemoryCompare, phaseRedisCompare} {
 		sum, ok := s.summarise(ph)
 		if !ok {
 			continue
@@ -190,6 +193,17 @@ func (s *suite) report() error {
 		if m, ok := sums[phaseMemory]; ok {
 			fmt.Fprintf(&b, "- d/b = %.1f%% valid-token throughput under the flood (%s); the flood itself ran at %.0f req/s (%d answers, none 200: %v)\n",
 				100*r.Load.RPS/m.RPS, verdict(r.Load.RPS/m.RPS, goalFlood), r.Flood.RPS, r.Flood.Requests, r.Flood.Status[200] == 0)
+		}
+		if m, ok := sums[phaseMemory]; ok {
+			if e, ok := sums[phaseFloodAlone]; ok && r.Flood.RPS > 0 {
+				// The flood's answers take share of the core at e's cost each; what is left
+				// serves valid tokens. A cliff (a fetch per unknown kid, a lock held by the
+				// flood) would show as valid tokens costing more than in b.
+				share := r.Flood.RPS * e.CaddyUS / 1e6
+				validUS := (float64(r.CaddyCPU.Microseconds()) - float64(r.Flood.Requests)*e.CaddyUS) / float64(r.Load.Requests)
+				fmt.Fprintf(&b, "- the flood alone (e) costs %.1f µs of Caddy CPU per refusal, so in d its %.0f refusals/s took %.0f%% of the gateway's core; valid tokens there cost %.1f µs each against b's %.1f: valid-token throughput per core share left = %.1f%% of b (goal %.0f%%: %s)\n",
+					e.CaddyUS, r.Flood.RPS, 100*share, validUS, m.CaddyUS, 100*m.CaddyUS/validUS, 100*goalFlood, verdict(m.CaddyUS/validUS, goalFlood))
+			}
 		}
 		allowed := int(math.Ceil(r.Load.Elapsed.Seconds()/s.cooldown.Seconds())) + 1
 		fmt.Fprintf(&b, "- key set fetches during the %v flood window: %d (refresh_cooldown %v: at most one per cooldown, %d in this window)\n",

@@ -89,6 +89,9 @@ const (
 	phaseMemory   = "b"
 	phaseRedis    = "c"
 	phaseFlood    = "d"
+	// The unknown-kid flood alone, on d's configuration: what one refusal costs the
+	// gateway, so that d can tell the flood's own share of the core from a cliff.
+	phaseFloodAlone = "e"
 	// b and c again with the -compare build, in the same rounds: before and after a
 	// change, side by side in one run.
 	phaseMemoryCompare = "B"
@@ -111,6 +114,7 @@ var phaseTitle = map[string]string{
 	phaseMemory:        "b  jwt_partner + memory store",
 	phaseRedis:         "c  jwt_partner + Redis store",
 	phaseFlood:         "d  b under an unknown-kid flood",
+	phaseFloodAlone:    "e  the unknown-kid flood alone",
 	phaseMemoryCompare: "B  b with the -compare build",
 	phaseRedisCompare:  "C  c with the -compare build",
 }
@@ -187,10 +191,13 @@ func suiteMain(args []string) error {
 			s.printRow(os.Stdout, r)
 		}
 	}
-	if !s.skip[phaseFlood] {
-		r, err := s.runPhase(phaseFlood, 1)
+	for _, ph := range []string{phaseFlood, phaseFloodAlone} {
+		if s.skip[ph] {
+			continue
+		}
+		r, err := s.runPhase(ph, 1)
 		if err != nil {
-			return fmt.Errorf("phase d: %v", err)
+			return fmt.Errorf("phase %s: %v", ph, err)
 		}
 		s.results = append(s.results, r)
 		s.printRow(os.Stdout, r)
@@ -285,7 +292,7 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience,
 	}
 	if cfg.Gateway {
-		if s.jwksMode == "url" || ph == phaseFlood {
+		if s.jwksMode == "url" || ph == phaseFlood || ph == phaseFloodAlone {
 			cfg.JWKSURL, cfg.Cooldown = s.jwksURL, s.cooldown.String()
 		} else {
 			cfg.JWKSFile = s.jwksFile
@@ -505,7 +512,7 @@ func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	r := phaseResult{Phase: ph, Round: round}
 	tokens := s.pool
-	if ph != phaseBaseline {
+	if ph != phaseBaseline && ph != phaseFloodAlone {
 		n := s.batchSize(ph)
 		fmt.Fprintf(os.Stderr, "loadbench: phase %s round %d: minting %d tokens on %d cores\n", ph, round, n, runtime.NumCPU())
 		t0 := time.Now()
@@ -522,7 +529,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	defer os.Remove(file)
 	var floodFile string
-	if ph == phaseFlood {
+	if ph == phaseFlood || ph == phaseFloodAlone {
 		flood, err := floodTokens(probeToken, 100000)
 		if err != nil {
 			return r, err
@@ -543,8 +550,11 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 
 	specs := []loadSpec{{name: "wrk-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}}
-	if ph == phaseFlood {
+	switch ph {
+	case phaseFlood:
 		specs = append(specs, loadSpec{name: "wrk-flood", tokens: floodFile, conns: s.floodConns, repeat: true})
+	case phaseFloodAlone:
+		specs = []loadSpec{{name: "wrk-flood-alone", tokens: floodFile, conns: s.floodConns, repeat: true}}
 	}
 	// The warmup is a wrk run of its own, since wrk's statistics cover a whole run; the
 	// measured run continues in the same tokens where the warmup stopped.
