@@ -512,7 +512,16 @@ func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	r := phaseResult{Phase: ph, Round: round}
 	tokens := s.pool
-	if ph != phaseBaseline && ph != phaseFloodAlone {
+	switch ph {
+	case phaseBaseline:
+	case phaseFloodAlone:
+		// One valid token, for the probe and as the flood's template: the baseline's pool
+		// may be older than a token's lifetime by now.
+		var err error
+		if tokens, err = s.partner.mint(1); err != nil {
+			return r, err
+		}
+	default:
 		n := s.batchSize(ph)
 		fmt.Fprintf(os.Stderr, "loadbench: phase %s round %d: minting %d tokens on %d cores\n", ph, round, n, runtime.NumCPU())
 		t0 := time.Now()
