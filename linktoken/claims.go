@@ -53,21 +53,33 @@ func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
+	n, err := ParseNumericDate(val)
+	if err != nil {
+		return err
+	}
+	d.v, d.set = n, true
+	return nil
+}
+
+// ParseNumericDate reads a NumericDate claim's JSON value by the gateway's rule: a
+// non-negative JSON integer of at most 12 digits without a leading zero, at most
+// 9999-12-31T23:59:59Z. It is exported for the partner kit, which explains tokens by the
+// same rule.
+func ParseNumericDate(val []byte) (int64, error) {
 	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
-		return errNotNumericDate
+		return 0, errNotNumericDate
 	}
 	var n int64
 	for _, c := range val {
 		if c < '0' || c > '9' {
-			return errNotNumericDate
+			return 0, errNotNumericDate
 		}
 		n = n*10 + int64(c-'0')
 	}
 	if n > maxNumericDate {
-		return errNotNumericDate
+		return 0, errNotNumericDate
 	}
-	d.v, d.set = n, true
-	return nil
+	return n, nil
 }
 
 // audience reads aud, one string or an array of strings (RFC 7519 §4.1.3), and records

@@ -324,34 +324,20 @@ func verifySignature(key *linktoken.Key, alg string, signingInput, sig []byte) b
 	return err == nil && v.Verify(signingInput, sig, key.Public()) == nil
 }
 
-// numericDate reads a NumericDate as linktoken does: a JSON integer of at most 12 digits
-// without a leading zero, at most 9999-12-31T23:59:59Z.
+// numericDate reads a NumericDate as linktoken does (linktoken.ParseNumericDate).
 type numericDate struct {
 	v   int64
 	set bool
 }
-
-const maxNumericDate = 253402300799
-
-var errNotNumericDate = errors.New("not an integer NumericDate")
 
 func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	val, err := dec.ReadValue()
 	if err != nil {
 		return err
 	}
-	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
-		return errNotNumericDate
-	}
-	var n int64
-	for _, c := range val {
-		if c < '0' || c > '9' {
-			return errNotNumericDate
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if n > maxNumericDate {
-		return errNotNumericDate
+	n, err := linktoken.ParseNumericDate(val)
+	if err != nil {
+		return err
 	}
 	d.v, d.set = n, true
 	return nil
