@@ -71,16 +71,16 @@ func BenchmarkRawSignature(b *testing.B) {
 			case RS256:
 				verify = func() bool {
 					h := sha256.Sum256(input)
-					return rsa.VerifyPKCS1v15(&k.rsa.PublicKey, crypto.SHA256, h[:], sig) == nil
+					return rsa.VerifyPKCS1v15(&k.RSA.PublicKey, crypto.SHA256, h[:], sig) == nil
 				}
 			case PS256:
 				verify = func() bool {
 					h := sha256.Sum256(input)
-					return rsa.VerifyPSS(&k.rsa.PublicKey, crypto.SHA256, h[:], sig, nil) == nil
+					return rsa.VerifyPSS(&k.RSA.PublicKey, crypto.SHA256, h[:], sig, nil) == nil
 				}
 			case ES256:
 				r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
-				pub := &k.ec.PublicKey
+				pub := &k.EC.PublicKey
 				verify = func() bool {
 					h := sha256.Sum256(input)
 					return ecdsa.Verify(pub, h[:], r, s)

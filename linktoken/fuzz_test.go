@@ -136,7 +136,7 @@ func FuzzClaims(f *testing.F) {
 	f.Add(`null`)
 	f.Add("{\"iss\":\"\xff\"}")
 	v := newTestVerifier(f, Rules{})
-	ec := keys(f).ec
+	ec := keys(f).EC
 	f.Fuzz(func(t *testing.T, claims string) {
 		token := []byte(signRaw(t, headerJSON(ES256, "ec-1"), claims, ES256, ec))
 		if len(token) > MaxTokenLength {
@@ -155,9 +155,9 @@ func FuzzClaims(f *testing.F) {
 // a unique non-empty kid.
 func FuzzParseKeySet(f *testing.F) {
 	k := keys(f)
-	f.Add(jwksJSON(f, jwkJSON(f, &k.rsa.PublicKey, "rsa", RS256, nil), jwkJSON(f, &k.ec.PublicKey, "ec", "", map[string]any{"use": "sig"})))
-	f.Add(jwksJSON(f, jwkJSON(f, k.rsa, "priv", "", nil)))
-	f.Add(jwksJSON(f, jwkJSON(f, k.ec, "priv-ec", ES256, nil)))
+	f.Add(jwksJSON(f, jwkJSON(f, &k.RSA.PublicKey, "rsa", RS256, nil), jwkJSON(f, &k.EC.PublicKey, "ec", "", map[string]any{"use": "sig"})))
+	f.Add(jwksJSON(f, jwkJSON(f, k.RSA, "priv", "", nil)))
+	f.Add(jwksJSON(f, jwkJSON(f, k.EC, "priv-ec", ES256, nil)))
 	f.Add([]byte(`{"keys":[{"kty":"oct","kid":"h","k":"c2VjcmV0"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"RSA","kid":"e","n":"AQAB","e":"AQAAAAAAAAAB"}]}`))
 	f.Add([]byte(`{"keys":[]}`))

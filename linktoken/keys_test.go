@@ -34,17 +34,17 @@ func TestParseKeySetAccepts(t *testing.T) {
 		kids []string
 	}{
 		{name: "RSA and EC", kids: []string{"ec", "rsa"}, keys: []map[string]any{
-			jwkJSON(t, &k.rsa.PublicKey, "rsa", "", nil),
-			jwkJSON(t, &k.ec.PublicKey, "ec", "", nil),
+			jwkJSON(t, &k.RSA.PublicKey, "rsa", "", nil),
+			jwkJSON(t, &k.EC.PublicKey, "ec", "", nil),
 		}},
 		{name: "alg and use sig and key_ops verify", kids: []string{"a", "b", "c"}, keys: []map[string]any{
-			jwkJSON(t, &k.rsa.PublicKey, "a", RS256, map[string]any{"use": "sig"}),
-			jwkJSON(t, &k.rsa2.PublicKey, "b", PS256, map[string]any{"key_ops": []string{"verify"}}),
-			jwkJSON(t, &k.ec.PublicKey, "c", ES256, map[string]any{"use": "sig", "key_ops": []string{"sign", "verify"}}),
+			jwkJSON(t, &k.RSA.PublicKey, "a", RS256, map[string]any{"use": "sig"}),
+			jwkJSON(t, &k.RSA2.PublicKey, "b", PS256, map[string]any{"key_ops": []string{"verify"}}),
+			jwkJSON(t, &k.EC.PublicKey, "c", ES256, map[string]any{"use": "sig", "key_ops": []string{"sign", "verify"}}),
 		}},
 		{name: "RSA 8192 bits", kids: []string{"big"}, keys: []map[string]any{jwkJSON(t, fakeRSAKey(t, 8192, 65537), "big", "", nil)}},
 		{name: "RSA 2048 bits exponent 2^31-1", kids: []string{"e"}, keys: []map[string]any{jwkJSON(t, fakeRSAKey(t, 2048, 1<<31-1), "e", "", nil)}},
-		{name: "unknown members", kids: []string{"x"}, keys: []map[string]any{jwkJSON(t, &k.ec.PublicKey, "x", "", map[string]any{"x-note": "rotated 2026"})}},
+		{name: "unknown members", kids: []string{"x"}, keys: []map[string]any{jwkJSON(t, &k.EC.PublicKey, "x", "", map[string]any{"x-note": "rotated 2026"})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ParseKeySet(jwksJSON(t, tc.keys...))
@@ -78,10 +78,10 @@ func TestParseKeySetRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := func(kid string, extra map[string]any) map[string]any {
-		return jwkJSON(t, &k.rsa.PublicKey, kid, "", extra)
+		return jwkJSON(t, &k.RSA.PublicKey, kid, "", extra)
 	}
 	ecPub := func(kid, alg string, extra map[string]any) map[string]any {
-		return jwkJSON(t, &k.ec.PublicKey, kid, alg, extra)
+		return jwkJSON(t, &k.EC.PublicKey, kid, alg, extra)
 	}
 	set := func(keys ...map[string]any) []byte { return jwksJSON(t, keys...) }
 	offCurve := ecPub("bad-point", "", nil)
@@ -98,8 +98,8 @@ func TestParseKeySetRefuses(t *testing.T) {
 		data []byte
 		want []string // substrings of the error
 	}{
-		{"RSA private key", set(jwkJSON(t, k.rsa, "priv-rsa", "", nil)), []string{`"priv-rsa"`, "private"}},
-		{"EC private key", set(pub("ok", nil), jwkJSON(t, k.ec, "priv-ec", "", nil)), []string{"key 1", `"priv-ec"`, "private"}},
+		{"RSA private key", set(jwkJSON(t, k.RSA, "priv-rsa", "", nil)), []string{`"priv-rsa"`, "private"}},
+		{"EC private key", set(pub("ok", nil), jwkJSON(t, k.EC, "priv-ec", "", nil)), []string{"key 1", `"priv-ec"`, "private"}},
 		{"lone p member", set(pub("p-only", map[string]any{"p": "AQAB"})), []string{`"p-only"`, "private", `"p"`}},
 		{"lone dq member", set(pub("dq-only", map[string]any{"dq": "AQAB"})), []string{"private", `"dq"`}},
 		{"oth member", set(pub("oth", map[string]any{"oth": []any{}})), []string{"private", `"oth"`}},
@@ -125,9 +125,9 @@ func TestParseKeySetRefuses(t *testing.T) {
 		{"use enc", set(pub("enc", map[string]any{"use": "enc"})), []string{`"enc"`}},
 		{"use empty", set(pub("empty-use", map[string]any{"use": ""})), []string{"use"}},
 		{"key_ops sign only", set(pub("ops", map[string]any{"key_ops": []string{"sign"}})), []string{"verify"}},
-		{"alg HS256 on RSA", set(jwkJSON(t, &k.rsa.PublicKey, "hs", "HS256", nil)), []string{`"HS256"`}},
-		{"alg RSA-OAEP", set(jwkJSON(t, &k.rsa.PublicKey, "oaep", "RSA-OAEP", nil)), []string{`"RSA-OAEP"`}},
-		{"alg ES256 on RSA", set(jwkJSON(t, &k.rsa.PublicKey, "mix", ES256, nil)), []string{`"ES256"`}},
+		{"alg HS256 on RSA", set(jwkJSON(t, &k.RSA.PublicKey, "hs", "HS256", nil)), []string{`"HS256"`}},
+		{"alg RSA-OAEP", set(jwkJSON(t, &k.RSA.PublicKey, "oaep", "RSA-OAEP", nil)), []string{`"RSA-OAEP"`}},
+		{"alg ES256 on RSA", set(jwkJSON(t, &k.RSA.PublicKey, "mix", ES256, nil)), []string{`"ES256"`}},
 		{"alg RS256 on EC", set(ecPub("mix", RS256, nil)), []string{`"RS256"`}},
 		{"alg none", set(ecPub("none", "none", nil)), []string{`"none"`}},
 		{"duplicate kid", set(pub("same", nil), ecPub("same", "", nil)), []string{"key 1", "not unique"}},
@@ -158,7 +158,7 @@ func TestParseKeySetRefuses(t *testing.T) {
 // TestParseKeySetNoKeyMaterial: an error about a private key never repeats its members.
 func TestParseKeySetNoKeyMaterial(t *testing.T) {
 	k := keys(t)
-	m := jwkJSON(t, k.rsa, "priv", "", nil)
+	m := jwkJSON(t, k.RSA, "priv", "", nil)
 	_, err := ParseKeySet(jwksJSON(t, m))
 	if err == nil {
 		t.Fatal("ParseKeySet(private key) = nil, want an error")
@@ -210,11 +210,11 @@ func TestLoadKeySetFile(t *testing.T) {
 	k := keys(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(good, jwksJSON(t, jwkJSON(t, &k.ec.PublicKey, "ec", "", nil)), 0o600); err != nil {
+	if err := os.WriteFile(good, jwksJSON(t, jwkJSON(t, &k.EC.PublicKey, "ec", "", nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "private.json")
-	if err := os.WriteFile(bad, jwksJSON(t, jwkJSON(t, k.ec, "leaked", "", nil)), 0o600); err != nil {
+	if err := os.WriteFile(bad, jwksJSON(t, jwkJSON(t, k.EC, "leaked", "", nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := LoadKeySetFile(good); err != nil || s.Len() != 1 {

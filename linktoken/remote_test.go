@@ -115,12 +115,12 @@ func nextEvent(t *testing.T, events chan FetchEvent) FetchEvent {
 
 func setA(t *testing.T) []byte {
 	k := keys(t)
-	return jwksJSON(t, jwkJSON(t, &k.rsa.PublicKey, "a", "", nil))
+	return jwksJSON(t, jwkJSON(t, &k.RSA.PublicKey, "a", "", nil))
 }
 
 func setAB(t *testing.T) []byte {
 	k := keys(t)
-	return jwksJSON(t, jwkJSON(t, &k.rsa.PublicKey, "a", "", nil), jwkJSON(t, &k.ec.PublicKey, "b", "", nil))
+	return jwksJSON(t, jwkJSON(t, &k.RSA.PublicKey, "a", "", nil), jwkJSON(t, &k.EC.PublicKey, "b", "", nil))
 }
 
 func TestRemoteKeysFirstFetchInBackground(t *testing.T) {
@@ -171,7 +171,7 @@ func TestRemoteKeysRotation(t *testing.T) {
 		t.Errorf("fetches = %d, want 2 (start, rotation)", got)
 	}
 	// The rotated set verifies a token of the new key end to end.
-	tok := signRaw(t, headerJSON(ES256, "b"), claimsJSON(t, mainClaims()), ES256, keys(t).ec)
+	tok := signRaw(t, headerJSON(ES256, "b"), claimsJSON(t, mainClaims()), ES256, keys(t).EC)
 	if _, err := newTestVerifier(t, Rules{}).Verify(context.Background(), []byte(tok), r); err != nil {
 		t.Errorf("Verify(token of the rotated key) = %v", err)
 	}
@@ -257,7 +257,7 @@ func TestRemoteKeysKeepsLastGoodSet(t *testing.T) {
 		{"not found", http.StatusNotFound, []byte("no"), "status 404"},
 		{"garbage", http.StatusOK, []byte("<html>oops</html>"), "parsing key set"},
 		{"empty set", http.StatusOK, []byte(`{"keys":[]}`), "no keys"},
-		{"private key", http.StatusOK, jwksJSON(t, jwkJSON(t, k.rsa, "a", "", nil)), "private"},
+		{"private key", http.StatusOK, jwksJSON(t, jwkJSON(t, k.RSA, "a", "", nil)), "private"},
 		{"weak key", http.StatusOK, jwksJSON(t, jwkJSON(t, fakeRSAKey(t, 1024, 65537), "a", "", nil)), "1024 bits"},
 		{"too large", http.StatusOK, []byte(`{"keys":[],"pad":"` + strings.Repeat("x", MaxKeySetSize) + `"}`), "larger"},
 	} {

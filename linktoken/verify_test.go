@@ -14,34 +14,6 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 )
 
-// tokenOf signs claims with the standard key of kid under alg, with a regular header.
-func tokenOf(tb testing.TB, alg, kid string, c map[string]any) string {
-	tb.Helper()
-	return signRaw(tb, headerJSON(alg, kid), claimsJSON(tb, c), alg, signerFor(tb, kid))
-}
-
-// withClaims returns a valid main-client claim set changed by f.
-func withClaims(f func(c map[string]any)) map[string]any {
-	c := mainClaims()
-	f(c)
-	return c
-}
-
-// rawClaims replaces one member's JSON text in the marshalled claims; it keeps everything
-// else valid, to isolate the member under test.
-func rawClaims(tb testing.TB, member, rawValue string) string {
-	tb.Helper()
-	c := mainClaims()
-	delete(c, member)
-	s := claimsJSON(tb, c)
-	return `{"` + member + `":` + rawValue + `,` + s[1:]
-}
-
-func resign(tb testing.TB, header, claims, alg, kid string) string {
-	tb.Helper()
-	return signRaw(tb, header, claims, alg, signerFor(tb, kid))
-}
-
 func TestVerifyAccepts(t *testing.T) {
 	set := standardSet(t)
 	for _, alg := range []string{RS256, PS256, ES256} {

@@ -134,7 +134,7 @@ func headerCases() []Rejection {
 		}
 	}
 	pubDER := func(tb testing.TB) []byte {
-		der, err := x509.MarshalPKIXPublicKey(&keys(tb).rsa.PublicKey)
+		der, err := x509.MarshalPKIXPublicKey(&keys(tb).RSA.PublicKey)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func headerCases() []Rejection {
 		}), Want: linktoken.CodeAlgorithmNotAllowed},
 		{Name: "HS256 with public key DER as secret", Token: hsWith(pubDER), Want: linktoken.CodeAlgorithmNotAllowed},
 		{Name: "HS256 with public JWK JSON as secret", Token: hsWith(func(tb testing.TB) []byte {
-			data, _ := json.Marshal(jwkJSON(tb, &keys(tb).rsa.PublicKey, "rsa-1", ""))
+			data, _ := json.Marshal(jwkJSON(tb, &keys(tb).RSA.PublicKey, "rsa-1", ""))
 			return data
 		}), Want: linktoken.CodeAlgorithmNotAllowed},
 		{Name: "HS384", Token: hs256("HS384", []byte("secret")), Want: linktoken.CodeAlgorithmNotAllowed},
@@ -209,7 +209,7 @@ func headerCases() []Rejection {
 	cases = append(cases,
 		Rejection{Name: "embedded attacker jwk", Token: func(tb testing.TB) string {
 			k := keys(tb)
-			j, _ := json.Marshal(jwkJSON(tb, &k.rsa2.PublicKey, "rsa-1", ""))
+			j, _ := json.Marshal(jwkJSON(tb, &k.RSA2.PublicKey, "rsa-1", ""))
 			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","jwk":`+string(j)+`}`, claims(tb), linktoken.RS256, "rsa-rs")
 		}, Want: linktoken.CodeHeaderInvalid},
 		Rejection{Name: "nested JWT cty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","cty":"JWT"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
@@ -282,10 +282,10 @@ func signatureCases() []Rejection {
 			return s[0] + "." + b64u([]byte(claimsJSON(tb, c))) + "." + s[2]
 		}, Want: linktoken.CodeSignatureInvalid},
 		{Name: "signed by another key with the same kid", Token: func(tb testing.TB) string {
-			return signRaw(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.RS256, keys(tb).rsa2)
+			return signRaw(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.RS256, keys(tb).RSA2)
 		}, Want: linktoken.CodeSignatureInvalid},
 		{Name: "ES256 signed by another EC key with the same kid", Token: func(tb testing.TB) string {
-			return signRaw(tb, headerJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, keys(tb).ec2)
+			return signRaw(tb, headerJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, keys(tb).EC2)
 		}, Want: linktoken.CodeSignatureInvalid},
 		{Name: "RS256 with a signature of other claims", Token: func(tb testing.TB) string {
 			a := strings.Split(Token(tb, linktoken.RS256, "rsa-1", MainClaims()), ".")
