@@ -30,7 +30,6 @@ var (
 	goClaims   = jwttest.GoClaims
 	claimsJSON = jwttest.ClaimsJSON
 	headerJSON = jwttest.HeaderJSON
-	signerFor  = jwttest.SignerFor
 	kidFor     = jwttest.KidFor
 	tokenOf    = jwttest.Token
 	resign     = jwttest.Resign
