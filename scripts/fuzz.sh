@@ -3,16 +3,41 @@
 # first argument overrides it, e.g. `scripts/fuzz.sh 10m` for a long run). A crash fails the
 # run and leaves its input under the package's testdata/fuzz, where it becomes a regression
 # test of the ordinary `go test`.
+#
+# Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline exceeded"
+# when -fuzztime ends while a worker is mid-call (golang/go#75804, fixed in Go 1.27): no input
+# failed and none is written. Such a run is retried once; if it happens again without a
+# failing input it is reported and not counted as a failure. Anything else fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${1:-10s}
+log=$(mktemp "${TMPDIR:-/tmp}/partnergate-fuzz.XXXXXX")
+trap 'rm -f "$log"' EXIT
 status=0
+
+# deadline_flake reports whether the failed run in $log is golang/go#75804 and nothing else.
+deadline_flake() {
+	grep -q '^    context deadline exceeded$' "$log" &&
+		! grep -qE 'Failing input written to|^panic:|_test\.go:[0-9]+:' "$log"
+}
+
 while IFS=: read -r file name; do
 	pkg=./$(dirname "$file")
 	echo "fuzz $pkg $name ($fuzztime)"
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/partnergate-fuzz.log 2>&1; then
-		tail -30 /tmp/partnergate-fuzz.log
-		status=1
-	fi
+	for attempt in 1 2; do
+		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
+			break
+		fi
+		if ! deadline_flake; then
+			tail -30 "$log"
+			status=1
+			break
+		fi
+		if [ "$attempt" = 1 ]; then
+			echo "  $name: 'context deadline exceeded' with no failing input (golang/go#75804); retrying once"
+		else
+			echo "  $name: the same again, with no failing input written: not counted as a failure"
+		fi
+	done
 done < <(git grep -E -o '^func (Fuzz[A-Za-z0-9_]+)' -- '*_test.go' | sed -E 's/func //' | sort -u)
 exit $status
