@@ -653,6 +653,7 @@ func (h *Handler) logOutcome(rq *request, rej *rejection) {
 		zap.String("request_id", rq.requestID),
 	}
 	if rq.token != nil {
+		// The link kind, main or go: an outcome of the payload's shape, not a value from it.
 		fields = append(fields, zap.String("kind", string(rq.token.Kind)))
 	}
 	if rej != nil && rej.err != nil {
