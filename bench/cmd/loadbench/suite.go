@@ -135,7 +135,7 @@ func suiteMain(args []string) error {
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
-	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of b and c after the measured rounds (0: none)")
+	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of a, b and c after the measured rounds (0: none); an allocation profile of the same run is kept beside it")
 	fs.StringVar(&s.jwksMode, "jwks", "url", "key set source of b and c: url (as d) or file")
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
 	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
@@ -206,7 +206,7 @@ func suiteMain(args []string) error {
 		return err
 	}
 	if s.profile > 0 {
-		for _, ph := range []string{phaseMemory, phaseRedis} {
+		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis} {
 			if s.skip[ph] {
 				continue
 			}
@@ -637,6 +637,9 @@ func (s *suite) profilePhase(ph string) error {
 		rate = 1.3 * r // what the phase reached, with room for a quieter machine
 	}
 	n := min(s.maxTokens, int(rate*(s.warmup+s.profile+time.Second).Seconds())+s.conns)
+	if ph == phaseBaseline {
+		n = 1000 // sent again and again, as in the measured phase
+	}
 	fmt.Fprintf(os.Stderr, "loadbench: profile of phase %s: minting %d tokens\n", ph, n)
 	tokens, err := s.partner.mint(n + 1)
 	if err != nil {
@@ -660,7 +663,7 @@ func (s *suite) profilePhase(ph string) error {
 	opened := make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
-		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: s.conns}
+		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}
 		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, []loadSpec{spec}, func() { close(opened) })
 		loaded <- err
 	}()
@@ -670,7 +673,21 @@ func (s *suite) profilePhase(ph string) error {
 		return fmt.Errorf("load for the profile: %v", err)
 	}
 	time.Sleep(s.warmup)
-	data, err := fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(s.profile.Seconds())))
+	// The CPU profile and, over the same seconds, the allocations (a delta profile), so
+	// that what the garbage collector costs can be traced to where the bytes come from.
+	secs := int(s.profile.Seconds())
+	var allocs []byte
+	var allocErr error
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		allocs, allocErr = fetchProfile(fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", admin, secs))
+	}()
+	data, err := fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, secs))
+	<-fetched
+	if err == nil {
+		err = allocErr
+	}
 	if lerr := <-loaded; err == nil && lerr != nil {
 		err = fmt.Errorf("load for the profile: %v", lerr)
 	}
@@ -678,15 +695,23 @@ func (s *suite) profilePhase(ph string) error {
 		return err
 	}
 	prof := filepath.Join(s.out, "profile-"+ph+".pb.gz")
-	if err := os.WriteFile(prof, data, 0o644); err != nil {
-		return err
-	}
-	for _, view := range []struct{ name, flag string }{{"flat", "-top"}, {"cum", "-top"}} {
-		args := []string{"tool", "pprof", view.flag, "-nodecount=45"}
-		if view.name == "cum" {
-			args = append(args, "-cum")
+	allocProf := filepath.Join(s.out, "allocs-"+ph+".pb.gz")
+	for file, b := range map[string][]byte{prof: data, allocProf: allocs} {
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			return err
 		}
-		out, err := exec.Command("go", append(args, s.caddyBin, prof)...).CombinedOutput()
+	}
+	for _, view := range []struct{ name, file string }{
+		{"flat", prof}, {"cum", prof}, {"allocs", allocProf},
+	} {
+		args := []string{"tool", "pprof", "-top", "-nodecount=45"}
+		switch view.name {
+		case "cum":
+			args = append(args, "-cum")
+		case "allocs":
+			args = append(args, "-sample_index=alloc_space")
+		}
+		out, err := exec.Command("go", append(args, s.caddyBin, view.file)...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("go tool pprof: %v: %s", err, out)
 		}
@@ -695,7 +720,7 @@ func (s *suite) profilePhase(ph string) error {
 			return err
 		}
 	}
-	fmt.Printf("profile of %s: %s (top functions in profile-%s.flat.txt and .cum.txt)\n", phaseTitle[ph], prof, ph)
+	fmt.Printf("profile of %s: %s (top functions in profile-%s.flat.txt and .cum.txt, allocations in .allocs.txt)\n", phaseTitle[ph], prof, ph)
 	return nil
 }
 
