@@ -528,8 +528,8 @@ func (onceStatusCmd) NoRetry() bool { return true }
 func (onceCmd) NoRetry() bool       { return true }
 
 // evalOnce sends name (evalsha or eval) with script, keys and args once and returns the
-// command with its reply.
-func evalOnce(ctx context.Context, c redis.UniversalClient, name, script string, keys []string, args ...any) *redis.Cmd {
+// command with its reply, or the error that kept it from one.
+func evalOnce(ctx context.Context, c *redisConn, name, script string, keys []string, args ...any) (*redis.Cmd, error) {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, script, len(keys))
 	for _, k := range keys {
@@ -538,8 +538,10 @@ func evalOnce(ctx context.Context, c redis.UniversalClient, name, script string,
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
 	cmd.SetFirstKeyPos(3) // the Cluster slot is the first key's
-	_ = c.Process(ctx, onceCmd{cmd})
-	return cmd
+	if err := c.send(ctx, onceCmd{cmd}); err != nil {
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // Claim implements Store.
@@ -559,10 +561,12 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	// Rounded up to the millisecond, and ClockSkewMargin later by Redis's clock: the key
 	// must not vanish while any gateway still accepts the token.
 	untilMS := (e.Until.Add(ClockSkewMargin).UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
-	c := r.conn.client
+	c := r.conn
 	if !r.RequireCleanStart {
 		cmd := redis.NewStatusCmd(ctx, "set", key, "1", "nx", "pxat", untilMS)
-		_ = c.Process(ctx, onceStatusCmd{cmd})
+		if err := c.send(ctx, onceStatusCmd{cmd}); err != nil {
+			return false, fmt.Errorf("claiming nonce in redis: %w", err)
+		}
 		v, err := cmd.Result()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -577,12 +581,15 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	}
 	from := e.AcceptableFrom.Add(-ClockSkewMargin).UnixMilli()
 	keys := []string{key, r.KeyPrefix + bucket + "epoch"}
-	cmd := evalOnce(ctx, c, "evalsha", claimScriptSHA, keys, untilMS, from, r.now().UnixMilli())
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	cmd, err := evalOnce(ctx, c, "evalsha", claimScriptSHA, keys, untilMS, from, r.now().UnixMilli())
+	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// the script was not run (a new or restarted server): sending it is no retry
-		cmd = evalOnce(ctx, c, "eval", claimScriptSource, keys, untilMS, from, r.now().UnixMilli())
+		cmd, err = evalOnce(ctx, c, "eval", claimScriptSource, keys, untilMS, from, r.now().UnixMilli())
 	}
-	v, err := cmd.Int64()
+	var v int64
+	if err == nil {
+		v, err = cmd.Int64()
+	}
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("claiming nonce in redis: %v", err)
@@ -632,6 +639,7 @@ func (r *Redis) Ping(ctx context.Context) error {
 // redisConn is one shared client with its reachability checker.
 type redisConn struct {
 	client   redis.UniversalClient
+	batch    *batcher // nil for a Cluster, whose claims go one by one
 	target   string
 	up       atomic.Bool
 	stop     chan struct{}
@@ -641,8 +649,22 @@ type redisConn struct {
 
 func newRedisConn(client redis.UniversalClient, target string, interval time.Duration) *redisConn {
 	c := &redisConn{client: client, target: target, stop: make(chan struct{}), done: make(chan struct{})}
+	if single, ok := client.(*redis.Client); ok {
+		c.batch = newBatcher(single)
+	}
 	go c.watch(interval)
 	return c
+}
+
+// send sends a claim's command once, batched with the claims made at the same moment
+// where the client allows it (redis_batch.go). When it returns an error, cmd must not be
+// read.
+func (c *redisConn) send(ctx context.Context, cmd redis.Cmder) error {
+	if c.batch == nil {
+		_ = c.client.Process(ctx, cmd)
+		return nil
+	}
+	return c.batch.do(ctx, cmd)
 }
 
 func (c *redisConn) ping(ctx context.Context) error {
@@ -683,6 +705,9 @@ func (c *redisConn) watch(interval time.Duration) {
 func (c *redisConn) Destruct() error {
 	c.stopOnce.Do(func() { close(c.stop) })
 	<-c.done
+	if c.batch != nil {
+		c.batch.close()
+	}
 	return c.client.Close()
 }
 

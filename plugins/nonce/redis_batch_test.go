@@ -1,0 +1,220 @@
+package nonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/partnergate/partnergate/plugins/nonce/redistest"
+)
+
+// setCalls is how many SET commands the server has run (INFO commandstats), to show that
+// no claim was sent twice and none that should not have been sent was.
+func setCalls(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	info, _ := srv.Do("INFO", "commandstats").(string)
+	m := regexp.MustCompile(`cmdstat_set:calls=(\d+)`).FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// pause holds every client's writes in the server (CLIENT PAUSE WRITE) until the returned
+// function is called, as a busy or distant Redis keeps a round trip on the wire.
+func pause(t *testing.T, srv *redistest.Server) (unpause func()) {
+	t.Helper()
+	srv.Do("CLIENT", "PAUSE", 10000, "WRITE") // SET waits; INFO and UNPAUSE still run
+	var once sync.Once
+	unpause = func() { once.Do(func() { srv.Do("CLIENT", "UNPAUSE") }) }
+	t.Cleanup(unpause)
+	return unpause
+}
+
+// waitRoundTrips waits until the store's batcher has made n round trips.
+func waitRoundTrips(t *testing.T, r *Redis, n int64) {
+	t.Helper()
+	eventually(t, 5*time.Second, fmt.Sprintf("%d round trips on the wire", n), func() error {
+		if got := r.conn.batch.roundTrips.Load(); got < n {
+			return fmt.Errorf("%d round trips", got)
+		}
+		return nil
+	})
+}
+
+// TestRedisBatchesWaitingClaims: claims made while the lanes' round trips are on the wire
+// go out together, as one pipeline per lane, and each gets its own answer: the fresh
+// nonces fresh, the second claim of a nonce replayed, in one batch as across batches.
+func TestRedisBatchesWaitingClaims(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(5 * time.Second)}
+	provisionRedis(t, r)
+	if r.conn.batch == nil {
+		t.Fatal("a single-server store does not batch")
+	}
+	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-batch-before")); err != nil || !fresh {
+		t.Fatalf("Claim before the pause = %v, %v", fresh, err)
+	}
+	before := r.conn.batch.roundTrips.Load()
+	calls := setCalls(t, srv)
+
+	unpause := pause(t, srv)
+	// Occupy both lanes with a round trip each, so that the next claims queue up.
+	type result struct {
+		fresh bool
+		err   error
+	}
+	results := make(map[string][]result)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	claim := func(nonce string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fresh, err := claimCtx(t, r, liveEntry("acme", nonce))
+			mu.Lock()
+			results[nonce] = append(results[nonce], result{fresh, err})
+			mu.Unlock()
+		}()
+	}
+	for i := range batchLanes {
+		claim(fmt.Sprintf("nonce-batch-lane-%d", i))
+	}
+	waitRoundTrips(t, r, before+batchLanes)
+	const distinct, twice = 40, 5
+	for i := range distinct {
+		claim(fmt.Sprintf("nonce-batch-%02d", i))
+	}
+	for i := range twice {
+		claim(fmt.Sprintf("nonce-batch-%02d", i)) // the same nonce again, likely in the same batch
+	}
+	// every claim is queued before the lanes come back
+	eventually(t, 5*time.Second, "claims queued", func() error {
+		if n := len(r.conn.batch.queue); n < distinct+twice {
+			return fmt.Errorf("%d claims queued", n)
+		}
+		return nil
+	})
+	unpause()
+	wg.Wait()
+
+	for nonce, rs := range results {
+		fresh := 0
+		for _, res := range rs {
+			if res.err != nil {
+				t.Errorf("Claim(%s) error = %v", nonce, res.err)
+			}
+			if res.fresh {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("nonce %s claimed %d times: %d fresh answers, want 1", nonce, len(rs), fresh)
+		}
+	}
+	trips := r.conn.batch.roundTrips.Load() - before
+	claims := int64(batchLanes + distinct + twice)
+	if trips > 2*batchLanes {
+		t.Errorf("%d claims made while the lanes were busy took %d round trips, want at most %d", claims, trips, 2*batchLanes)
+	}
+	if got := setCalls(t, srv) - calls; got != int(claims) {
+		t.Errorf("server ran SET %d times for %d claims, want each sent once", got, claims)
+	}
+	t.Logf("%d claims in %d round trips", claims, trips)
+}
+
+// TestRedisBatchFailsClosed: a batch whose replies do not come within the read timeout
+// fails every claim in it, with an error and never as fresh, and nothing is sent again.
+func TestRedisBatchFailsClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(300 * time.Millisecond)}
+	provisionRedis(t, r)
+	if _, err := claimCtx(t, r, liveEntry("acme", "nonce-failclosed-before")); err != nil {
+		t.Fatalf("Claim before the pause: %v", err)
+	}
+	calls := setCalls(t, srv)
+	unpause := pause(t, srv)
+	var wg sync.WaitGroup
+	errs := make([]error, 30)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fresh bool
+			fresh, errs[i] = claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-failclosed-%02d", i)))
+			if fresh {
+				t.Errorf("claim %d answered fresh from a paused server", i)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("claim %d against a paused server: no error", i)
+		}
+	}
+	unpause()
+	// The server runs what reached it once it is unpaused: at most one SET per claim.
+	time.Sleep(200 * time.Millisecond)
+	if got := setCalls(t, srv) - calls; got > len(errs) {
+		t.Errorf("server ran SET %d times for %d failed claims: a claim was sent twice", got, len(errs))
+	}
+	eventually(t, 5*time.Second, "claims after the pause", func() error {
+		_, err := claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-failclosed-after-%d", time.Now().UnixNano())))
+		return err
+	})
+}
+
+// TestRedisBatchRequestEnds: a claim whose request ends while it waits returns at once
+// with the context's error, and when its request ended before a lane took it, it is
+// never sent: its nonce stays unclaimed for the partner's next attempt.
+func TestRedisBatchRequestEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(5 * time.Second)}
+	provisionRedis(t, r)
+	if _, err := claimCtx(t, r, liveEntry("acme", "nonce-ends-before")); err != nil {
+		t.Fatalf("Claim before the pause: %v", err)
+	}
+	before := r.conn.batch.roundTrips.Load()
+	calls := setCalls(t, srv)
+	unpause := pause(t, srv)
+	var wg sync.WaitGroup
+	for i := range batchLanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-ends-lane-%d", i))); err != nil {
+				t.Errorf("lane claim %d: %v", i, err)
+			}
+		}()
+	}
+	waitRoundTrips(t, r, before+batchLanes)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	fresh, err := r.Claim(ctx, liveEntry("acme", "nonce-ends-late"))
+	if !errors.Is(err, context.DeadlineExceeded) || fresh {
+		t.Errorf("Claim whose request ended while queued = %v, %v, want false and the deadline", fresh, err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("Claim returned %s after its request ended, want at once", waited)
+	}
+	unpause()
+	wg.Wait()
+	// A lane takes the ended claim before this one (the queue is first in, first out).
+	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-ends-late")); err != nil || !fresh {
+		t.Errorf("the ended request's nonce claimed again = %v, %v, want fresh: its first claim was sent", fresh, err)
+	}
+	if got := setCalls(t, srv) - calls; got != batchLanes+1 {
+		t.Errorf("server ran SET %d times, want %d: the ended request's claim was sent", got, batchLanes+1)
+	}
+}
