@@ -1,12 +1,16 @@
 package linkspec
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -246,10 +250,31 @@ func VerifyAssertion(secret []byte, assertion string, now time.Time, f Forwarded
 }
 
 func assertionMAC(secret []byte, ts string, f Forwarded) []byte {
-	m := hmac.New(sha256.New, secret)
-	for _, s := range []string{"partnergate-assertion-v2", ts, f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims, f.RequestID} {
-		m.Write([]byte(s))
-		m.Write([]byte{0}) // NUL cannot occur in a header value, so fields cannot run together
+	st, _ := macPool.Get().(*macState)
+	if st == nil || subtle.ConstantTimeCompare(st.secret, secret) != 1 {
+		st = &macState{secret: bytes.Clone(secret), mac: hmac.New(sha256.New, secret)}
+	} else {
+		st.mac.Reset()
 	}
-	return m.Sum(nil)
+	msg := st.msg[:0]
+	for _, s := range [...]string{"partnergate-assertion-v2", ts, f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims, f.RequestID} {
+		msg = append(msg, s...)
+		msg = append(msg, 0) // NUL cannot occur in a header value, so fields cannot run together
+	}
+	st.mac.Write(msg)
+	sum := st.mac.Sum(nil)
+	st.msg = msg
+	macPool.Put(st)
+	return sum
 }
+
+// macState is an HMAC keyed with one secret and a buffer for the message it signs, kept
+// in macPool: every forwarded request signs an assertion, and a new HMAC costs two SHA-256
+// states and the key's pads, and writing each field on its own a copy of it.
+type macState struct {
+	secret []byte
+	mac    hash.Hash
+	msg    []byte
+}
+
+var macPool sync.Pool

@@ -1,7 +1,11 @@
 package linkspec
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,5 +46,34 @@ func TestAssertion(t *testing.T) {
 				t.Errorf("VerifyAssertion() = %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAssertionMACReused: the pooled HMAC states give the same MAC as a fresh HMAC of the
+// NUL-terminated fields, call after call and with secrets alternating.
+func TestAssertionMACReused(t *testing.T) {
+	secrets := [][]byte{[]byte("0123456789abcdef0123456789abcdef"), []byte("another secret"), []byte("0123456789abcdef0123456789abcdeF")}
+	for i := range 30 {
+		secret := secrets[i%len(secrets)]
+		f := Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: "https://acme.example", KeyID: "k1",
+			Claims: strings.Repeat("eyJ9", i), RequestID: fmt.Sprintf("r-%d", i)}
+		ref := hmac.New(sha256.New, secret)
+		for _, s := range []string{"partnergate-assertion-v2", "1800000000", f.Partner, f.Endpoint, f.Kind, f.Issuer, f.KeyID, f.Claims, f.RequestID} {
+			ref.Write(append([]byte(s), 0))
+		}
+		if got, want := assertionMAC(secret, "1800000000", f), ref.Sum(nil); !hmac.Equal(got, want) {
+			t.Fatalf("call %d: assertionMAC = %x, want %x", i, got, want)
+		}
+	}
+}
+
+func BenchmarkSignAssertion(b *testing.B) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	f := Forwarded{Partner: "acme", Endpoint: "url", Kind: "main", Issuer: "https://acme.example", KeyID: "k1",
+		Claims: strings.Repeat("eyJpc3MiOiJodHRwczovL2FjbWUuZXhhbXBsZSJ9", 20), RequestID: "5f0c6f3e-2a0b-4c1e-9d51-1b6f0e0a9c11"}
+	now := time.Unix(1_800_000_000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = SignAssertion(secret, now, f)
 	}
 }
