@@ -50,7 +50,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		leeway          <duration>|0
 //		max_lifetime    <duration>
 //		max_body_size   <size>
-//		read_timeout    <duration>
+//		read_timeout    <duration>|off
 //		header_prefix   <prefix>
 //		nonce_store     <module> { ... }
 //		upstream_secret <secret>
@@ -125,9 +125,21 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.MaxBodySize = int64(n)
 		case "read_timeout":
-			if err := durationArg(d, &h.ReadTimeout); err != nil {
-				return err
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
 			}
+			if s == "off" {
+				// For a gateway behind something that already bounds slow bodies (Caddy's
+				// read_body timeout, a load balancer): JSON's negative duration.
+				h.ReadTimeout = -1
+				break
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("read_timeout %q: want a positive duration such as 30s, or off", s)
+			}
+			h.ReadTimeout = caddy.Duration(dur)
 		case "header_prefix":
 			if !d.AllArgs(&h.HeaderPrefix) {
 				return d.ArgErr()
