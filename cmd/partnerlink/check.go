@@ -24,7 +24,7 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 	aud := fs.String("aud", "", "the audience agreed with the service")
 	algs := fs.String("alg", "", "the algorithms the gateway allows for the partner, comma separated (default: RS256,PS256,ES256)")
 	kinds := fs.String("kind", "", "the link kinds the gateway allows for the partner: main, go or main,go (default: both)")
-	leeway := fs.Duration("leeway", linktoken.DefaultLeeway, "the gateway's clock leeway")
+	leeway := fs.Duration("leeway", linktoken.DefaultLeeway, "the gateway's clock leeway (0s: none, as leeway 0 in the Caddyfile)")
 	maxLifetime := fs.Duration("max-lifetime", linktoken.DefaultMaxLifetime, "the gateway's max_lifetime for the partner")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -37,6 +37,9 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 		return usagef("give exactly one of --jwks FILE and --jwks-url URL")
 	case *iss == "" || *aud == "":
 		return usagef("--iss and --aud are required")
+	}
+	if *leeway == 0 {
+		*leeway = -1 // linktoken.Rules reads 0 as its default and a negative leeway as none
 	}
 	rules := linktoken.Rules{Issuer: *iss, Audience: *aud, Algorithms: commaList(*algs), Leeway: *leeway, MaxLifetime: *maxLifetime}
 	for _, k := range commaList(*kinds) {

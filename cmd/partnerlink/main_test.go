@@ -459,6 +459,26 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckLeewayZero: --leeway 0s is no leeway, as leeway 0 is in the Caddyfile, not
+// the default 30 s: a token checked 10 s after its exp passes with the default and is
+// expired with none.
+func TestCheckLeewayZero(t *testing.T) {
+	dir := keygen(t, "ES256", "k")
+	tok := strings.TrimSpace(partnerlink(t, "", append([]string{"mint", "--key", filepath.Join(dir, "private.pem"), "--iss", iss, "--aud", aud}, goFlags...)...).stdout)
+	check := func(extra ...string) (int, string) {
+		var out bytes.Buffer
+		e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, now: func() time.Time { return testNow.Add(partnerkit.DefaultLifetime + 10*time.Second) }, http: http.DefaultClient}
+		code := run(context.Background(), append([]string{"check", tok, "--jwks", filepath.Join(dir, "jwks.json"), "--iss", iss, "--aud", aud}, extra...), e)
+		return code, out.String()
+	}
+	if code, out := check(); code != 0 || !strings.Contains(out, "verdict: accepted") {
+		t.Errorf("check 10s after exp with the default leeway = %d, want accepted:\n%s", code, out)
+	}
+	if code, out := check("--leeway", "0s"); code != 1 || !strings.Contains(out, "verdict: rejected: token_expired") {
+		t.Errorf("check 10s after exp with --leeway 0s = %d, want token_expired:\n%s", code, out)
+	}
+}
+
 func TestCheckLaterClock(t *testing.T) {
 	dir := keygen(t, "ES256", "k")
 	tok := strings.TrimSpace(partnerlink(t, "", append([]string{"mint", "--key", filepath.Join(dir, "private.pem"), "--iss", iss, "--aud", aud}, goFlags...)...).stdout)
