@@ -48,6 +48,10 @@ type Config struct {
 	// username. When its password is empty and the account must be created, a random one is
 	// made and written to Stdout once.
 	Instructor Instructor
+	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
+	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
+	// cores and memory to spare for sign-in bursts.
+	SignInConcurrency int
 	// Logger is the structured logger; discard when nil.
 	Logger *slog.Logger
 	// Stdout receives the generated first password; os.Stdout when nil.
@@ -113,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
 		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, Logger: cfg.Logger,
+		SignInConcurrency: cfg.SignInConcurrency,
 	})
 	if err != nil {
 		st.Close()

@@ -659,3 +659,20 @@ func TestClientAddr(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInConcurrencyConfigured: the bound is the configured one (cmd/appservice's
+// -signin-concurrency), and the default when unset.
+func TestSignInConcurrencyConfigured(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, tt := range []struct{ set, want int }{{0, DefaultSignInConcurrency}, {5, 5}} {
+		cfg := f.h.cfg
+		cfg.SignInConcurrency = tt.set
+		h, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cap(h.signIns.slots); got != tt.want {
+			t.Errorf("SignInConcurrency %d: %d password checks at once, want %d", tt.set, got, tt.want)
+		}
+	}
+}

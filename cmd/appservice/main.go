@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -40,7 +41,14 @@ func main() {
 	flag.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")
 	flag.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
 	logLevel := flag.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
+	signIns := flag.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
 	flag.Parse()
+	n, err := strconv.Atoi(*signIns)
+	if err != nil || n < 1 || n > 64 {
+		fmt.Fprintf(os.Stderr, "appservice: -signin-concurrency %q: want a number from 1 to 64\n", *signIns)
+		os.Exit(2)
+	}
+	cfg.SignInConcurrency = n
 	cfg.UpstreamSecret = os.Getenv("PARTNERGATE_UPSTREAM_SECRET")
 	cfg.AppSecret = os.Getenv("PARTNERGATE_APP_SECRET")
 	cfg.Instructor.Password = os.Getenv("PARTNERGATE_APP_INSTRUCTOR_PASSWORD")
