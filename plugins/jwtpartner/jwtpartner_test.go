@@ -614,11 +614,51 @@ func TestSplitPartnerPath(t *testing.T) {
 type deadlineRecorder struct {
 	*httptest.ResponseRecorder
 	deadline time.Time
+	set      []time.Time // every deadline set, in order
 }
 
 func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
 	d.deadline = t
+	d.set = append(d.set, t)
 	return nil
+}
+
+// TestServeHTTPReadTimeout: the body read gets read_timeout as its deadline, lifted once
+// the token is read; read_timeout off (-1) sets none.
+func TestServeHTTPReadTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		timeout caddy.Duration
+		want    time.Duration // 0: no deadline set at all
+	}{
+		{"default", 0, DefaultReadTimeout},
+		{"configured", caddy.Duration(3 * time.Second), 3 * time.Second},
+		{"off", -1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(h *Handler) { h.ReadTimeout = tt.timeout })
+			r := urlRequest("demo", f.token(t, "RS256", harness.Token{}))
+			r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+			w := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+			next := &recorder{}
+			start := time.Now()
+			if err := f.h.ServeHTTP(w, r, next); err != nil || !next.called {
+				t.Fatalf("ServeHTTP = %v, forwarded %v; want a forwarded request", err, next.called)
+			}
+			if tt.want == 0 {
+				if len(w.set) != 0 {
+					t.Errorf("read deadlines set = %v, want none", w.set)
+				}
+				return
+			}
+			if len(w.set) != 2 || !w.set[1].IsZero() {
+				t.Fatalf("read deadlines set = %v, want one and then none (lifted)", w.set)
+			}
+			if d := w.set[0].Sub(start); d < tt.want-time.Second || d > tt.want+time.Second {
+				t.Errorf("read deadline %v after the request's start, want %v", d, tt.want)
+			}
+		})
+	}
 }
 
 // TestServeHTTPLeavesUnreadBody: a rejection that leaves the client's body unread gives
