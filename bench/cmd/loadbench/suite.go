@@ -135,7 +135,7 @@ func suiteMain(args []string) error {
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
-	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of a, b and c after the measured rounds (0: none); an allocation profile of the same run is kept beside it")
+	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of a, b, c and e after the measured rounds (0: none); an allocation profile of the same run is kept beside it")
 	fs.StringVar(&s.jwksMode, "jwks", "url", "key set source of b and c: url (as d) or file")
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
 	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
@@ -206,7 +206,7 @@ func suiteMain(args []string) error {
 		return err
 	}
 	if s.profile > 0 {
-		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis} {
+		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFloodAlone} {
 			if s.skip[ph] {
 				continue
 			}
@@ -637,8 +637,11 @@ func (s *suite) profilePhase(ph string) error {
 		rate = 1.3 * r // what the phase reached, with room for a quieter machine
 	}
 	n := min(s.maxTokens, int(rate*(s.warmup+s.profile+time.Second).Seconds())+s.conns)
-	if ph == phaseBaseline {
+	switch ph {
+	case phaseBaseline:
 		n = 1000 // sent again and again, as in the measured phase
+	case phaseFloodAlone:
+		n = 1 // the probe, and the flood's template
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: profile of phase %s: minting %d tokens\n", ph, n)
 	tokens, err := s.partner.mint(n + 1)
@@ -646,6 +649,13 @@ func (s *suite) profilePhase(ph string) error {
 		return err
 	}
 	probeToken, tokens := tokens[0], tokens[1:]
+	repeat := ph == phaseBaseline
+	if ph == phaseFloodAlone {
+		if tokens, err = floodTokens(probeToken, 100000); err != nil {
+			return err
+		}
+		repeat = true
+	}
 	file, err := s.writeTokens("profile-"+ph, tokens)
 	if err != nil {
 		return err
@@ -663,7 +673,11 @@ func (s *suite) profilePhase(ph string) error {
 	opened := make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
-		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}
+		conns := s.conns
+		if ph == phaseFloodAlone {
+			conns = s.floodConns
+		}
+		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: conns, repeat: repeat}
 		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, []loadSpec{spec}, func() { close(opened) })
 		loaded <- err
 	}()
