@@ -9,6 +9,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
+
+	"github.com/partnergate/partnergate/bench/wrk"
 )
 
 func TestCaddyfileDiffersOnlyInTheHandler(t *testing.T) {
@@ -112,5 +114,40 @@ func TestMintedTokensVerifyAndFloodTokensDoNot(t *testing.T) {
 	}
 	if len(kids) != len(flood) {
 		t.Errorf("floodTokens(2) gave %d distinct kids, want %d", len(kids), len(flood))
+	}
+}
+
+// TestFloodReportPairsRounds: d is compared with b and e of its own round, so a round
+// where the whole machine ran slower does not read as a cliff.
+func TestFloodReportPairsRounds(t *testing.T) {
+	load := func(rps float64, reqs int64) *wrk.Result {
+		return &wrk.Result{Requests: reqs, RPS: rps, Elapsed: 6 * time.Second, Status: map[int]int64{200: reqs}}
+	}
+	flood := func(rps float64, reqs int64) *wrk.Result {
+		return &wrk.Result{Requests: reqs, RPS: rps, Elapsed: 6 * time.Second, Status: map[int]int64{401: reqs}}
+	}
+	s := &suite{cooldown: 2 * time.Second, results: []phaseResult{
+		// round 1: b at 150 µs a request; e at 40 µs a refusal; d: 5,000 valid at 150 µs
+		// and 1,000 refusals at 40 µs.
+		{Phase: phaseMemory, Round: 1, Load: load(6000, 36000), CaddyCPU: 36000 * 150 * time.Microsecond},
+		{Phase: phaseFloodAlone, Round: 1, Load: flood(20000, 120000), CaddyCPU: 120000 * 40 * time.Microsecond},
+		{Phase: phaseFlood, Round: 1, Load: load(5000, 30000), Flood: flood(1000, 6000), Fetches: 3,
+			CaddyCPU: (30000*150 + 6000*40) * time.Microsecond},
+		// round 2: the same, on a machine half as fast throughout
+		{Phase: phaseMemory, Round: 2, Load: load(3000, 18000), CaddyCPU: 18000 * 300 * time.Microsecond},
+		{Phase: phaseFloodAlone, Round: 2, Load: flood(10000, 60000), CaddyCPU: 60000 * 80 * time.Microsecond},
+		{Phase: phaseFlood, Round: 2, Load: load(2500, 15000), Flood: flood(500, 3000), Fetches: 4,
+			CaddyCPU: (15000*300 + 3000*80) * time.Microsecond},
+	}}
+	got := s.floodReport()
+	for _, want := range []string{
+		"d/b = 83.3% valid-token throughput", "per round: 83.3%, 83.3%",
+		"per core share left = 100.0% of b (meets the goal of 90%); per round: 100.0%, 100.0%",
+		"none answered 200: true",
+		"3 of 4 allowed, 4 of 4 allowed",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("flood report lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -186,29 +186,7 @@ func (s *suite) report() error {
 		fmt.Fprintf(&b, "- %s/a = %.1f%% with the -compare build (%s), against %s/a = %.1f%%: this build answers %+.1f%% requests/s and spends %+.1f%% Caddy CPU per request\n",
 			ph, 100*x.RPS/a.RPS, filepath.Base(s.compareBin), config(ph), 100*y.RPS/a.RPS, 100*(y.RPS/x.RPS-1), 100*(y.CaddyUS/x.CaddyUS-1))
 	}
-	for _, r := range s.results {
-		if r.Phase != phaseFlood {
-			continue
-		}
-		if m, ok := sums[phaseMemory]; ok {
-			fmt.Fprintf(&b, "- d/b = %.1f%% valid-token throughput under the flood (%s); the flood itself ran at %.0f req/s (%d answers, none 200: %v)\n",
-				100*r.Load.RPS/m.RPS, verdict(r.Load.RPS/m.RPS, goalFlood), r.Flood.RPS, r.Flood.Requests, r.Flood.Status[200] == 0)
-		}
-		if m, ok := sums[phaseMemory]; ok {
-			if e, ok := sums[phaseFloodAlone]; ok && r.Flood.RPS > 0 {
-				// The flood's answers take share of the core at e's cost each; what is left
-				// serves valid tokens. A cliff (a fetch per unknown kid, a lock held by the
-				// flood) would show as valid tokens costing more than in b.
-				share := r.Flood.RPS * e.CaddyUS / 1e6
-				validUS := (float64(r.CaddyCPU.Microseconds()) - float64(r.Flood.Requests)*e.CaddyUS) / float64(r.Load.Requests)
-				fmt.Fprintf(&b, "- the flood alone (e) costs %.1f µs of Caddy CPU per refusal, so in d its %.0f refusals/s took %.0f%% of the gateway's core; valid tokens there cost %.1f µs each against b's %.1f: valid-token throughput per core share left = %.1f%% of b (goal %.0f%%: %s)\n",
-					e.CaddyUS, r.Flood.RPS, 100*share, validUS, m.CaddyUS, 100*m.CaddyUS/validUS, 100*goalFlood, verdict(m.CaddyUS/validUS, goalFlood))
-			}
-		}
-		allowed := int(math.Ceil(r.Load.Elapsed.Seconds()/s.cooldown.Seconds())) + 1
-		fmt.Fprintf(&b, "- key set fetches during the %v flood window: %d (refresh_cooldown %v: at most one per cooldown, %d in this window)\n",
-			r.Load.Elapsed.Round(time.Millisecond), r.Fetches, s.cooldown, allowed)
-	}
+	b.WriteString(s.floodReport())
 	fmt.Print(b.String())
 	if err := os.WriteFile(filepath.Join(s.out, "summary.md"), b.Bytes(), 0o644); err != nil {
 		return err
@@ -242,4 +220,61 @@ func (s *suite) perRound(ph string) string {
 		return ""
 	}
 	return "; per round: " + strings.Join(parts, ", ")
+}
+
+// floodReport compares each round's d with the same round's b and e (a minute apart, so
+// that the VM's drift between rounds cancels) and gives the medians over the rounds.
+func (s *suite) floodReport() string {
+	byRound := func(ph string) map[int]phaseResult {
+		m := map[int]phaseResult{}
+		for _, r := range s.results {
+			if r.Phase == ph {
+				m[r.Round] = r
+			}
+		}
+		return m
+	}
+	bs, es := byRound(phaseMemory), byRound(phaseFloodAlone)
+	var raw, left, share, floodRPS []float64
+	var rawRounds, leftRounds, fetchRounds []string
+	none200 := true
+	for _, d := range s.results {
+		if d.Phase != phaseFlood || d.Flood == nil {
+			continue
+		}
+		allowed := int(math.Ceil(d.Load.Elapsed.Seconds()/s.cooldown.Seconds())) + 1
+		fetchRounds = append(fetchRounds, fmt.Sprintf("%d of %d allowed", d.Fetches, allowed))
+		none200 = none200 && d.Flood.Status[200] == 0
+		floodRPS = append(floodRPS, d.Flood.RPS)
+		b, ok := bs[d.Round]
+		if !ok {
+			continue
+		}
+		raw = append(raw, d.Load.RPS/b.Load.RPS)
+		rawRounds = append(rawRounds, fmt.Sprintf("%.1f%%", 100*d.Load.RPS/b.Load.RPS))
+		if e, ok := es[d.Round]; ok && d.Flood.RPS > 0 && d.Load.Requests > 0 {
+			// The flood's answers take a share of the core at e's cost each; what is left
+			// serves valid tokens. A cliff (a fetch per unknown kid, a lock held by the
+			// flood) would show as valid tokens costing more than in b.
+			eUS := e.usPerReq()
+			validUS := (float64(d.CaddyCPU.Microseconds()) - float64(d.Flood.Requests)*eUS) / float64(d.Load.Requests)
+			left = append(left, b.usPerReq()/validUS)
+			leftRounds = append(leftRounds, fmt.Sprintf("%.1f%%", 100*b.usPerReq()/validUS))
+			share = append(share, d.Flood.RPS*eUS/1e6)
+		}
+	}
+	if len(fetchRounds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if len(raw) > 0 {
+		fmt.Fprintf(&b, "- d/b = %.1f%% valid-token throughput under the flood, each round's d over the same round's b (%s); per round: %s; the flood ran at %.0f req/s, none answered 200: %v\n",
+			100*median(raw), verdict(median(raw), goalFlood), strings.Join(rawRounds, ", "), median(floodRPS), none200)
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "- the flood's refusals (at e's Caddy CPU each, same round) took %.0f%% of the gateway's core; valid tokens cost no more than in b if the rest serves them at b's rate: valid-token throughput per core share left = %.1f%% of b (%s); per round: %s\n",
+			100*median(share), 100*median(left), verdict(median(left), goalFlood), strings.Join(leftRounds, ", "))
+	}
+	fmt.Fprintf(&b, "- key set fetches in each flood window (refresh_cooldown %v: at most one per cooldown): %s\n", s.cooldown, strings.Join(fetchRounds, ", "))
+	return b.String()
 }
