@@ -39,6 +39,22 @@ func pause(t *testing.T, srv *redistest.Server) (unpause func()) {
 	return unpause
 }
 
+// warmStore starts a redis-server and a store on it with readTimeout, and makes one claim,
+// so that the store has a connection open before a test holds the server's writes.
+func warmStore(t *testing.T, readTimeout time.Duration) (*Redis, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(readTimeout)}
+	provisionRedis(t, r)
+	if r.conn.batch == nil {
+		t.Fatal("a single-server store does not batch")
+	}
+	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-warm-"+t.Name())); err != nil || !fresh {
+		t.Fatalf("Claim before the pause = %v, %v", fresh, err)
+	}
+	return r, srv
+}
+
 // waitRoundTrips waits until the store's batcher has made n round trips.
 func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 	t.Helper()
@@ -54,15 +70,7 @@ func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 // go out together, as one pipeline per lane, and each gets its own answer: the fresh
 // nonces fresh, the second claim of a nonce replayed, in one batch as across batches.
 func TestRedisBatchesWaitingClaims(t *testing.T) {
-	srv := redistest.Start(t)
-	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(5 * time.Second)}
-	provisionRedis(t, r)
-	if r.conn.batch == nil {
-		t.Fatal("a single-server store does not batch")
-	}
-	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-batch-before")); err != nil || !fresh {
-		t.Fatalf("Claim before the pause = %v, %v", fresh, err)
-	}
+	r, srv := warmStore(t, 5*time.Second)
 	before := r.conn.batch.roundTrips.Load()
 	calls := setCalls(t, srv)
 
@@ -134,12 +142,7 @@ func TestRedisBatchesWaitingClaims(t *testing.T) {
 // TestRedisBatchFailsClosed: a batch whose replies do not come within the read timeout
 // fails every claim in it, with an error and never as fresh, and nothing is sent again.
 func TestRedisBatchFailsClosed(t *testing.T) {
-	srv := redistest.Start(t)
-	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(300 * time.Millisecond)}
-	provisionRedis(t, r)
-	if _, err := claimCtx(t, r, liveEntry("acme", "nonce-failclosed-before")); err != nil {
-		t.Fatalf("Claim before the pause: %v", err)
-	}
+	r, srv := warmStore(t, 300*time.Millisecond)
 	calls := setCalls(t, srv)
 	unpause := pause(t, srv)
 	var wg sync.WaitGroup
@@ -177,12 +180,7 @@ func TestRedisBatchFailsClosed(t *testing.T) {
 // with the context's error, and when its request ended before a lane took it, it is
 // never sent: its nonce stays unclaimed for the partner's next attempt.
 func TestRedisBatchRequestEnds(t *testing.T) {
-	srv := redistest.Start(t)
-	r := &Redis{Address: srv.Addr(), ReadTimeout: caddy.Duration(5 * time.Second)}
-	provisionRedis(t, r)
-	if _, err := claimCtx(t, r, liveEntry("acme", "nonce-ends-before")); err != nil {
-		t.Fatalf("Claim before the pause: %v", err)
-	}
+	r, srv := warmStore(t, 5*time.Second)
 	before := r.conn.batch.roundTrips.Load()
 	calls := setCalls(t, srv)
 	unpause := pause(t, srv)
