@@ -572,7 +572,7 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 		case errors.Is(err, redis.Nil):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("claiming nonce in redis: %v", err)
+			return false, fmt.Errorf("claiming nonce in redis: %w", err)
 		case v == "OK":
 			return true, nil
 		default:
@@ -592,7 +592,7 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	}
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("claiming nonce in redis: %v", err)
+		return false, fmt.Errorf("claiming nonce in redis: %w", err)
 	case v == 1:
 		return true, nil
 	case v == 0:
