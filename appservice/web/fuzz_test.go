@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/partnergate/partnergate/linkspec"
 )
@@ -35,11 +39,12 @@ func FuzzPartnerLink(f *testing.F) {
 		r.Header.Set("X-Partner-Assertion", linkspec.SignAssertion(upstreamSecret, fx.now, fw))
 		res := serve(fx.h, r)
 
-		var p linkspec.Payload
 		valid := false
-		if k, ok := linkspec.ParseKind(kind); ok && json.Unmarshal(claims, &p) == nil {
-			got, err := p.Validate(k)
-			valid = err == nil && got == k
+		if k, ok := linkspec.ParseKind(kind); ok {
+			if p, ok := exactPayload(claims); ok {
+				got, err := p.Validate(k)
+				valid = err == nil && got == k
+			}
 		}
 		switch {
 		case valid && res.StatusCode != http.StatusOK:
@@ -48,4 +53,50 @@ func FuzzPartnerLink(f *testing.F) {
 			t.Errorf("invalid payload (kind %q) answered %d, want 400", kind, res.StatusCode)
 		}
 	})
+}
+
+// exactPayload decodes claims by the gateway's rules, stated here without linkspec's
+// decoder: a JSON object within MaxClaimsDepth, member names matched exactly
+// (go-json-experiment's default: case-sensitive, duplicate names and invalid UTF-8
+// refused, where encoding/json would take "emploYeeId" for employeeId), and no member
+// named like a defined field but for case, '-' or '_'.
+func exactPayload(claims []byte) (*linkspec.Payload, bool) {
+	var p linkspec.Payload
+	if linkspec.CheckClaimsDepth(claims) != nil || jsonv2.Unmarshal(claims, &p) != nil {
+		return nil, false
+	}
+	var members map[string]jsontext.Value
+	if jsonv2.Unmarshal(claims, &members) != nil {
+		return nil, false
+	}
+	var defined, inContact []string
+	for _, f := range linkspec.Fields {
+		if name, ok := strings.CutPrefix(f.Path, "contact."); ok {
+			inContact = append(inContact, name)
+		} else {
+			defined = append(defined, f.Path)
+		}
+	}
+	if nearDefined(members, append(defined, "contact")) {
+		return nil, false
+	}
+	if c, ok := members["contact"]; ok && c.Kind() == '{' {
+		var contact map[string]jsontext.Value
+		if jsonv2.Unmarshal(c, &contact) != nil || nearDefined(contact, inContact) {
+			return nil, false
+		}
+	}
+	return &p, true
+}
+
+func nearDefined(members map[string]jsontext.Value, defined []string) bool {
+	for name := range members {
+		bare := strings.NewReplacer("-", "", "_", "").Replace(name)
+		for _, d := range defined {
+			if name != d && strings.EqualFold(bare, d) {
+				return true
+			}
+		}
+	}
+	return false
 }
