@@ -59,7 +59,7 @@ type batcher struct {
 type queued struct {
 	ctx  context.Context
 	cmd  redis.Cmder
-	err  error // set instead of sending, when the claim's context ended or the store closed
+	err  error // set instead of sending, when the claim's context ended before a lane took it
 	done chan struct{}
 }
 
