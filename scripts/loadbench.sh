@@ -2,8 +2,10 @@
 # The whole-gateway load benchmark (docs/performance.md): builds ./caddy and the suite,
 # then in one invocation measures Caddy with reverse_proxy alone (a), with jwt_partner and
 # the memory nonce store (b), with the Redis store (c), and b under an unknown-kid flood
-# (d), and prints requests/s, p50/p99, errors and the ratios. The load is Debian's wrk
-# with bench/wrk/partner.lua, which sends each pre-minted token once.
+# (d, and e the flood alone), and under the same flood answered by a fixed 401 that
+# verifies nothing (f and g, the floor), and prints requests/s, p50/p99, errors and the
+# ratios. The load is Debian's wrk with bench/wrk/partner.lua, which sends each pre-minted
+# token once.
 #
 #   scripts/loadbench.sh [duration] [loadbench suite flags...]
 #
@@ -11,7 +13,7 @@
 # to CPU 1 and wrk, the upstream and Redis to CPU 0 with taskset (the Go processes with
 # GOMAXPROCS=1). All traffic stays on loopback; every process it starts is stopped when it
 # ends. It is a measurement, not a test: ./test.sh does not run it. It takes about
-# (duration + 6s) x 10 plus the time to mint the tokens (an RSA signature each, on every
+# (duration + 6s) x 7 per round plus the time to mint the tokens (an RSA signature each, on every
 # core) and to profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."

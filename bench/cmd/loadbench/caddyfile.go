@@ -18,6 +18,10 @@ type caddyConfig struct {
 	JWKSFile string // else jwks_file
 	Cooldown string // refresh_cooldown: at most one refetch on an unknown kid per cooldown
 	Redis    string // nonce_store redis at this address; "" for the memory store
+	// Floor adds floorPath, where Caddy answers every request with floorBody, a fixed
+	// 401 with the gateway's headers and no verification: the cheapest refusal Caddy
+	// can give, the floor that the unknown-kid flood's refusals are measured against.
+	Floor    bool
 	Partner  string
 	Issuer   string
 	Audience string
@@ -38,6 +42,17 @@ var caddyfileTemplate = template.Must(template.New("Caddyfile").Parse(`{
 }
 
 http://{{.Listen}} {
+{{- if .Floor}}
+	route /floor/* {
+		header {
+			Cache-Control no-store
+			Content-Type application/problem+json
+			Www-Authenticate "PartnerLink realm=\"partnergate\""
+			X-Content-Type-Options nosniff
+		}
+		respond ` + "`" + `{{.FloorBody}}` + "`" + ` 401
+	}
+{{- end}}
 	route /partner/* {
 {{- if .Gateway}}
 		jwt_partner {
@@ -67,6 +82,16 @@ http://{{.Listen}} {
 	}
 }
 `))
+
+// floorPath is where phases f and g send the flood, and floorBody the fixed answer: byte
+// for byte the size of jwt_partner's problem document for an unknown kid.
+const (
+	floorPath = "/floor/acme/url"
+	floorBody = `{"type":"urn:partnergate:problem:key_unknown","title":"Unknown key","status":401,"detail":"no key with the token's kid in the partner's key set","code":"key_unknown","request_id":"2e5e9a8a-8635-4305-946d-bbc951b80700"}`
+)
+
+// FloorBody is floorBody for the template.
+func (caddyConfig) FloorBody() string { return floorBody }
 
 func (c caddyConfig) render() ([]byte, error) {
 	var b bytes.Buffer

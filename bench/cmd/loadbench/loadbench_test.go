@@ -23,7 +23,7 @@ func TestCaddyfileDiffersOnlyInTheHandler(t *testing.T) {
 		notWant []string
 	}{
 		{name: "baseline", cfg: func(c caddyConfig) caddyConfig { return c },
-			want: []string{"admin 127.0.0.1:2", "http://127.0.0.1:3", "reverse_proxy 127.0.0.1:4"}, notWant: []string{"jwt_partner"}},
+			want: []string{"admin 127.0.0.1:2", "http://127.0.0.1:3", "reverse_proxy 127.0.0.1:4"}, notWant: []string{"jwt_partner", "/floor/"}},
 		{name: "memory store with jwks_file", cfg: func(c caddyConfig) caddyConfig {
 			c.Gateway, c.JWKSFile = true, "/tmp/jwks.json"
 			return c
@@ -32,6 +32,10 @@ func TestCaddyfileDiffersOnlyInTheHandler(t *testing.T) {
 			c.Gateway, c.JWKSURL, c.Cooldown, c.Redis = true, "https://127.0.0.1:5/jwks.json", "2s", "127.0.0.1:6"
 			return c
 		}, want: []string{"nonce_store redis {", "address 127.0.0.1:6", "jwks_url   https://127.0.0.1:5/jwks.json", "refresh_cooldown 2s"}, notWant: []string{"nonce_store memory", "jwks_file"}},
+		{name: "floor beside the gateway", cfg: func(c caddyConfig) caddyConfig {
+			c.Gateway, c.JWKSFile, c.Floor = true, "/tmp/jwks.json", true
+			return c
+		}, want: []string{"route /floor/* {", "respond `" + floorBody + "` 401", "jwt_partner {", "reverse_proxy 127.0.0.1:4"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,8 +121,8 @@ func TestMintedTokensVerifyAndFloodTokensDoNot(t *testing.T) {
 	}
 }
 
-// TestFloodReportPairsRounds: d is compared with b and e of its own round, so a round
-// where the whole machine ran slower does not read as a cliff.
+// TestFloodReportPairsRounds: d is compared with b, e, f and g of its own round, so a
+// round where the whole machine ran slower does not read as a cliff.
 func TestFloodReportPairsRounds(t *testing.T) {
 	load := func(rps float64, reqs int64) *wrk.Result {
 		return &wrk.Result{Requests: reqs, RPS: rps, Elapsed: 6 * time.Second, Status: map[int]int64{200: reqs}}
@@ -127,24 +131,34 @@ func TestFloodReportPairsRounds(t *testing.T) {
 		return &wrk.Result{Requests: reqs, RPS: rps, Elapsed: 6 * time.Second, Status: map[int]int64{401: reqs}}
 	}
 	s := &suite{cooldown: 2 * time.Second, results: []phaseResult{
-		// round 1: b at 150 µs a request; e at 40 µs a refusal; d: 5,000 valid at 150 µs
+		// round 1: b at 150 µs a request; e at 40 µs a refusal; d: 5,000 valid at 165 µs
 		// and 1,000 refusals at 40 µs.
 		{Phase: phaseMemory, Round: 1, Load: load(6000, 36000), CaddyCPU: 36000 * 150 * time.Microsecond},
 		{Phase: phaseFloodAlone, Round: 1, Load: flood(20000, 120000), CaddyCPU: 120000 * 40 * time.Microsecond},
 		{Phase: phaseFlood, Round: 1, Load: load(5000, 30000), Flood: flood(1000, 6000), Fetches: 3,
-			CaddyCPU: (30000*150 + 6000*40) * time.Microsecond},
+			CaddyCPU: (30000*165 + 6000*40) * time.Microsecond},
+		// the floor: 5,400 valid tokens under 1,500 fixed refusals at 30 µs each
+		{Phase: phaseFloorAlone, Round: 1, Load: flood(30000, 180000), CaddyCPU: 180000 * 30 * time.Microsecond},
+		{Phase: phaseFloor, Round: 1, Load: load(5400, 32400), Flood: flood(1500, 9000),
+			CaddyCPU: (32400*150 + 9000*30) * time.Microsecond},
 		// round 2: the same, on a machine half as fast throughout
 		{Phase: phaseMemory, Round: 2, Load: load(3000, 18000), CaddyCPU: 18000 * 300 * time.Microsecond},
 		{Phase: phaseFloodAlone, Round: 2, Load: flood(10000, 60000), CaddyCPU: 60000 * 80 * time.Microsecond},
 		{Phase: phaseFlood, Round: 2, Load: load(2500, 15000), Flood: flood(500, 3000), Fetches: 4,
-			CaddyCPU: (15000*300 + 3000*80) * time.Microsecond},
+			CaddyCPU: (15000*330 + 3000*80) * time.Microsecond},
+		{Phase: phaseFloorAlone, Round: 2, Load: flood(15000, 90000), CaddyCPU: 90000 * 60 * time.Microsecond},
+		{Phase: phaseFloor, Round: 2, Load: load(2700, 16200), Flood: flood(750, 4500),
+			CaddyCPU: (16200*300 + 4500*60) * time.Microsecond},
 	}}
 	got := s.floodReport()
 	for _, want := range []string{
 		"d/b = 83.3% valid-token throughput", "per round: 83.3%, 83.3%",
-		"per core share left = 100.0% of b (meets the goal of 90%); per round: 100.0%, 100.0%",
+		"one refusal costs Caddy 60.0 µs of CPU in jwt_partner (e) and 45.0 µs at the floor (g); the flood's refusals took 4% of the gateway's core in d",
+		"a valid token's Caddy CPU, the flood's refusals taken out at their cost alone: 225.0 µs in b, 247.5 µs under the unknown-kid flood (d), 225.0 µs under the floor's (f)",
 		"none answered 200: true",
 		"3 of 4 allowed, 4 of 4 allowed",
+		"f/b = 90.0% valid-token throughput under the same flood", "per round: 90.0%, 90.0%; the flood ran at 1125 req/s there",
+		"d/f = 92.6% valid-token throughput under the unknown-kid flood over that under the floor's (meets the goal of 90%); per round: 92.6%, 92.6%",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("flood report lacks %q:\n%s", want, got)

@@ -1,7 +1,8 @@
 // Command loadbench measures the whole gateway over HTTP: Caddy with plain reverse_proxy
 // (the baseline), Caddy with jwt_partner and the memory nonce store, the same with the
-// Redis store, and the memory store under an unknown-kid flood, all against one upstream in
-// one invocation, with the same request size, path, method and content type.
+// Redis store, and the memory store under an unknown-kid flood (with, as the floor, the
+// same flood answered by a fixed 401), all against one upstream in one invocation, with the
+// same request size, path, method and content type.
 //
 // scripts/loadbench.sh is the documented way to run it. Its subcommands:
 //

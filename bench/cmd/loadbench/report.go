@@ -73,7 +73,7 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 	if r.Load.Exhausted {
 		mark = " (tokens used up early; window shortened)"
 	}
-	if r.Phase == phaseFloodAlone {
+	if r.Phase == phaseFloodAlone || r.Phase == phaseFloorAlone {
 		mark += " (refusals are the point: none may be 200)"
 	}
 	if r.GenCoreBusy >= saturated {
@@ -82,7 +82,11 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 	fmt.Fprintf(w, "%-36s %5d %9.0f %9s %9s %8d %11.1f %8.0f%% %7s%s\n", phaseTitle[r.Phase], r.Round, r.Load.RPS,
 		ms(r.Load.P50), ms(r.Load.P99), r.Load.Non(200), r.usPerReq(), 100*r.GenCoreBusy, fetchCol(r), mark)
 	if r.Flood != nil {
-		fmt.Fprintf(w, "%-36s %5s %9.0f %9s %9s %8d  (rejections are the point: none may be 200)\n", "   flood (random kids)", "",
+		title := "   flood (random kids)"
+		if r.Phase == phaseFloor {
+			title = "   flood (random kids), fixed 401"
+		}
+		fmt.Fprintf(w, "%-36s %5s %9.0f %9s %9s %8d  (rejections are the point: none may be 200)\n", title, "",
 			r.Flood.RPS, ms(r.Flood.P50), ms(r.Flood.P99), r.Flood.Non(200))
 	}
 }
@@ -155,7 +159,7 @@ func (s *suite) report() error {
 	}
 	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sums := map[string]summary{}
-	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseMemoryCompare, phaseRedisCompare} {
+	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseMemoryCompare, phaseRedisCompare} {
 		sum, ok := s.summarise(ph)
 		if !ok {
 			continue
@@ -222,8 +226,9 @@ func (s *suite) perRound(ph string) string {
 	return "; per round: " + strings.Join(parts, ", ")
 }
 
-// floodReport compares each round's d with the same round's b and e (a minute apart, so
-// that the VM's drift between rounds cancels) and gives the medians over the rounds.
+// floodReport compares each round's d with the same round's b, e, f and g (a few minutes
+// apart, so that the VM's drift between rounds cancels) and gives the medians over the
+// rounds.
 func (s *suite) floodReport() string {
 	byRound := func(ph string) map[int]phaseResult {
 		m := map[int]phaseResult{}
@@ -234,9 +239,19 @@ func (s *suite) floodReport() string {
 		}
 		return m
 	}
-	bs, es := byRound(phaseMemory), byRound(phaseFloodAlone)
-	var raw, left, share, floodRPS []float64
-	var rawRounds, leftRounds, fetchRounds []string
+	bs, es, fs, gs := byRound(phaseMemory), byRound(phaseFloodAlone), byRound(phaseFloor), byRound(phaseFloorAlone)
+	// ratio is one ratio's value in every round, for its median and its spread.
+	type ratio struct {
+		vals   []float64
+		rounds []string
+	}
+	add := func(r *ratio, v float64) {
+		r.vals = append(r.vals, v)
+		r.rounds = append(r.rounds, fmt.Sprintf("%.1f%%", 100*v))
+	}
+	var raw, floor, overFloor ratio
+	var floodRPS, floorRPS, share, validB, validD, validF, refusalE, refusalG []float64
+	var fetchRounds []string
 	none200 := true
 	for _, d := range s.results {
 		if d.Phase != phaseFlood || d.Flood == nil {
@@ -250,30 +265,59 @@ func (s *suite) floodReport() string {
 		if !ok {
 			continue
 		}
-		raw = append(raw, d.Load.RPS/b.Load.RPS)
-		rawRounds = append(rawRounds, fmt.Sprintf("%.1f%%", 100*d.Load.RPS/b.Load.RPS))
-		if e, ok := es[d.Round]; ok && d.Flood.RPS > 0 && d.Load.Requests > 0 {
-			// The flood's answers take a share of the core at e's cost each; what is left
-			// serves valid tokens. A cliff (a fetch per unknown kid, a lock held by the
-			// flood) would show as valid tokens costing more than in b.
-			eUS := e.usPerReq()
-			validUS := (float64(d.CaddyCPU.Microseconds()) - float64(d.Flood.Requests)*eUS) / float64(d.Load.Requests)
-			left = append(left, b.usPerReq()/validUS)
-			leftRounds = append(leftRounds, fmt.Sprintf("%.1f%%", 100*b.usPerReq()/validUS))
-			share = append(share, d.Flood.RPS*eUS/1e6)
+		add(&raw, d.Load.RPS/b.Load.RPS)
+		// validUS is what a valid token cost in a flooded phase: its Caddy CPU less the
+		// flood's answers at what each costs alone (e or g, same round). A cliff (a fetch
+		// per unknown kid, a lock held by the flood) would make d's dearer than f's.
+		validUS := func(x, alone phaseResult) float64 {
+			return (float64(x.CaddyCPU.Microseconds()) - float64(x.Flood.Requests)*alone.usPerReq()) / float64(x.Load.Requests)
+		}
+		e, okE := es[d.Round]
+		if okE && d.Load.Requests > 0 {
+			validB, validD = append(validB, b.usPerReq()), append(validD, validUS(d, e))
+			share = append(share, d.Flood.RPS*e.usPerReq()/1e6)
+			refusalE = append(refusalE, e.usPerReq())
+		}
+		f, okF := fs[d.Round]
+		if !okF || f.Flood == nil {
+			continue
+		}
+		// The same flood answered at the floor: what any refusal inside Caddy takes from
+		// valid tokens, and what jwt_partner's take beyond it.
+		none200 = none200 && f.Flood.Status[200] == 0
+		floorRPS = append(floorRPS, f.Flood.RPS)
+		add(&floor, f.Load.RPS/b.Load.RPS)
+		add(&overFloor, d.Load.RPS/f.Load.RPS)
+		if g, ok := gs[d.Round]; ok && okE && f.Load.Requests > 0 {
+			validF = append(validF, validUS(f, g))
+			refusalG = append(refusalG, g.usPerReq())
 		}
 	}
 	if len(fetchRounds) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	if len(raw) > 0 {
+	if len(raw.vals) > 0 {
 		fmt.Fprintf(&b, "- d/b = %.1f%% valid-token throughput under the flood, each round's d over the same round's b (%s); per round: %s; the flood ran at %.0f req/s, none answered 200: %v\n",
-			100*median(raw), verdict(median(raw), goalFlood), strings.Join(rawRounds, ", "), median(floodRPS), none200)
+			100*median(raw.vals), verdict(median(raw.vals), goalFlood), strings.Join(raw.rounds, ", "), median(floodRPS), none200)
 	}
-	if len(left) > 0 {
-		fmt.Fprintf(&b, "- the flood's refusals (at e's Caddy CPU each, same round) took %.0f%% of the gateway's core; valid tokens cost no more than in b if the rest serves them at b's rate: valid-token throughput per core share left = %.1f%% of b (%s); per round: %s\n",
-			100*median(share), 100*median(left), verdict(median(left), goalFlood), strings.Join(leftRounds, ", "))
+	if len(floor.vals) > 0 {
+		fmt.Fprintf(&b, "- the floor: f/b = %.1f%% valid-token throughput under the same flood sent to a route where Caddy answers a fixed 401 and verifies nothing (per round: %s; the flood ran at %.0f req/s there): what a flood of this size takes whatever the gateway does\n",
+			100*median(floor.vals), strings.Join(floor.rounds, ", "), median(floorRPS))
+		fmt.Fprintf(&b, "- d/f = %.1f%% valid-token throughput under the unknown-kid flood over that under the floor's (%s); per round: %s\n",
+			100*median(overFloor.vals), verdict(median(overFloor.vals), goalFlood), strings.Join(overFloor.rounds, ", "))
+	}
+	if len(refusalE) > 0 {
+		fmt.Fprintf(&b, "- one refusal costs Caddy %.1f µs of CPU in jwt_partner (e)", median(refusalE))
+		if len(refusalG) > 0 {
+			fmt.Fprintf(&b, " and %.1f µs at the floor (g)", median(refusalG))
+		}
+		fmt.Fprintf(&b, "; the flood's refusals took %.0f%% of the gateway's core in d\n", 100*median(share))
+		fmt.Fprintf(&b, "- a valid token's Caddy CPU, the flood's refusals taken out at their cost alone: %.1f µs in b, %.1f µs under the unknown-kid flood (d)", median(validB), median(validD))
+		if len(validF) > 0 {
+			fmt.Fprintf(&b, ", %.1f µs under the floor's (f)", median(validF))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "- key set fetches in each flood window (refresh_cooldown %v: at most one per cooldown): %s\n", s.cooldown, strings.Join(fetchRounds, ", "))
 	return b.String()

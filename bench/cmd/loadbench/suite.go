@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +93,12 @@ const (
 	// The unknown-kid flood alone, on d's configuration: what one refusal costs the
 	// gateway, so that d can tell the flood's own share of the core from a cliff.
 	phaseFloodAlone = "e"
+	// The same flood on b's configuration, aimed at a route where Caddy answers a fixed
+	// 401 without verifying anything (the floor: no gateway inside Caddy can refuse for
+	// less), with the valid load (f) and alone (g). f tells what the flood takes from
+	// valid tokens whatever the gateway does; d against f, what jwt_partner adds.
+	phaseFloor      = "f"
+	phaseFloorAlone = "g"
 	// b and c again with the -compare build, in the same rounds: before and after a
 	// change, side by side in one run.
 	phaseMemoryCompare = "B"
@@ -115,6 +122,8 @@ var phaseTitle = map[string]string{
 	phaseRedis:         "c  jwt_partner + Redis store",
 	phaseFlood:         "d  b under an unknown-kid flood",
 	phaseFloodAlone:    "e  the unknown-kid flood alone",
+	phaseFloor:         "f  b under the flood, fixed 401",
+	phaseFloorAlone:    "g  the flood alone, fixed 401",
 	phaseMemoryCompare: "B  b with the -compare build",
 	phaseRedisCompare:  "C  c with the -compare build",
 }
@@ -158,9 +167,9 @@ func suiteMain(args []string) error {
 	if s.caddyBin, err = filepath.Abs(s.caddyBin); err != nil {
 		return err
 	}
-	// d and e run right after b, in every round: the flood's ratios compare phases of one
-	// round, a minute apart, which the VM's drift between rounds would otherwise swamp.
-	phases := []string{phaseBaseline, phaseMemory, phaseFlood, phaseFloodAlone, phaseRedis}
+	// d to g run right after b, in every round: the flood's ratios compare phases of one
+	// round, a minute or two apart, which the VM's drift between rounds would otherwise swamp.
+	phases := []string{phaseBaseline, phaseMemory, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseRedis}
 	if s.compareBin != "" {
 		if s.compareBin, err = filepath.Abs(s.compareBin); err != nil {
 			return err
@@ -280,10 +289,11 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		Listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(listenPort)),
 		Upstream: s.upstream,
 		Gateway:  ph != phaseBaseline,
+		Floor:    ph == phaseFloor || ph == phaseFloorAlone,
 		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience,
 	}
 	if cfg.Gateway {
-		if s.jwksMode == "url" || ph == phaseFlood || ph == phaseFloodAlone {
+		if s.jwksMode == "url" || flooded(ph) {
 			cfg.JWKSURL, cfg.Cooldown = s.jwksURL, s.cooldown.String()
 		} else {
 			cfg.JWKSFile = s.jwksFile
@@ -312,6 +322,33 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		return nil, "", "", fmt.Errorf("%v (see %s)", err, filepath.Join(s.out, "logs", "caddy-"+ph+".log"))
 	}
 	return p, cfg.Listen, cfg.Admin, nil
+}
+
+// probeFloor wants the floor's route to answer floorBody with 401, so that a route that
+// does not match (a cheaper 404) cannot pass for the floor.
+func probeFloor(addr string) error {
+	resp, err := http.Post("http://"+addr+floorPath, benchContentType, strings.NewReader("x.y.z"))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusUnauthorized || string(body) != floorBody {
+		return fmt.Errorf("the floor's route answered %d %q, want 401 %q", resp.StatusCode, body, floorBody)
+	}
+	return nil
+}
+
+// flooded reports whether phase ph runs the unknown-kid flood.
+func flooded(ph string) bool {
+	switch ph {
+	case phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone:
+		return true
+	}
+	return false
 }
 
 // probe sends one request and wants a 200: a phase whose first valid token is refused
@@ -362,7 +399,7 @@ func (s *suite) writeTokens(name string, tokens [][]byte) (string, error) {
 // halves the minting (an RSA signature per token) of the later rounds.
 func (s *suite) batchSize(ph string) int {
 	seen := s.phaseRPS[ph]
-	if ph == phaseFlood {
+	if ph == phaseFlood || ph == phaseFloor {
 		seen = s.phaseRPS[phaseMemory] // the same configuration without the flood
 	}
 	rate := s.estRPS
@@ -380,6 +417,7 @@ func (s *suite) batchSize(ph string) int {
 // loadSpec is one wrk run of a stage.
 type loadSpec struct {
 	name   string // of its log files
+	path   string // the request path; benchPath when ""
 	tokens string // the tokens file
 	conns  int
 	repeat bool  // cycle through the tokens (baseline, flood) instead of sending each once
@@ -399,7 +437,11 @@ type load struct {
 }
 
 func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec) (*load, error) {
-	cfg := wrk.Config{Script: s.script, URL: "http://" + addr + benchPath, Tokens: sp.tokens,
+	path := sp.path
+	if path == "" {
+		path = benchPath
+	}
+	cfg := wrk.Config{Script: s.script, URL: "http://" + addr + path, Tokens: sp.tokens,
 		Repeat: sp.repeat, Skip: sp.skip, Conns: sp.conns, Duration: d, Gated: true}
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
@@ -505,7 +547,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	tokens := s.pool
 	switch ph {
 	case phaseBaseline:
-	case phaseFloodAlone:
+	case phaseFloodAlone, phaseFloorAlone:
 		// One valid token, for the probe and as the flood's template: the baseline's pool
 		// may be older than a token's lifetime by now.
 		var err error
@@ -529,7 +571,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	defer os.Remove(file)
 	var floodFile string
-	if ph == phaseFlood || ph == phaseFloodAlone {
+	if flooded(ph) {
 		flood, err := floodTokens(probeToken, 100000)
 		if err != nil {
 			return r, err
@@ -548,6 +590,11 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	if err := probe(addr, probeToken); err != nil {
 		return r, fmt.Errorf("phase %s: %v", ph, err)
 	}
+	if config(ph) == phaseFloor || ph == phaseFloorAlone {
+		if err := probeFloor(addr); err != nil {
+			return r, fmt.Errorf("phase %s: %v", ph, err)
+		}
+	}
 
 	specs := []loadSpec{{name: "wrk-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}}
 	switch ph {
@@ -555,6 +602,10 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		specs = append(specs, loadSpec{name: "wrk-flood", tokens: floodFile, conns: s.floodConns, repeat: true})
 	case phaseFloodAlone:
 		specs = []loadSpec{{name: "wrk-flood-alone", tokens: floodFile, conns: s.floodConns, repeat: true}}
+	case phaseFloor:
+		specs = append(specs, loadSpec{name: "wrk-floor-flood", path: floorPath, tokens: floodFile, conns: s.floodConns, repeat: true})
+	case phaseFloorAlone:
+		specs = []loadSpec{{name: "wrk-floor-flood-alone", path: floorPath, tokens: floodFile, conns: s.floodConns, repeat: true}}
 	}
 	// The warmup is a wrk run of its own, since wrk's statistics cover a whole run; the
 	// measured run continues in the same tokens where the warmup stopped.
