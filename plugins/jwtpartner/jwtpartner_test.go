@@ -545,6 +545,24 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkServeHTTPRefusal is the handler's share of a refusal: what each token of a
+// flood costs the gateway besides Caddy and the sockets (docs/performance.md, phases e and
+// g of the load benchmark). A well-formed token whose kid the partner does not have is
+// refused at the key lookup, before any signature work.
+func BenchmarkServeHTTPRefusal(b *testing.B) {
+	f := newFixture(b, nil)
+	rotated := harness.NewKey(b, "RS256", "rotated-0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+	tok := rotated.Sign(b, harness.Token{Issuer: testIssuer, Audience: testAudience, Now: f.now})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w, next, _, _ := f.serve(urlRequest("demo", tok))
+		if next.called || w.Code != http.StatusUnauthorized {
+			b.Fatalf("unknown kid: status %d, forwarded %v; want 401", w.Code, next.called)
+		}
+	}
+}
+
 // FuzzReadToken feeds arbitrary content types, bodies and queries to the body reader of
 // both endpoints: it must never panic, and a token it returns is non-empty, trimmed and
 // within the body limit.

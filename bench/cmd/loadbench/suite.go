@@ -144,7 +144,7 @@ func suiteMain(args []string) error {
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
-	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of a, b, c and e after the measured rounds (0: none); an allocation profile of the same run is kept beside it")
+	fs.DurationVar(&s.profile, "profile", 10*time.Second, "CPU profile length of a, b, c, d, e and f after the measured rounds (0: none); an allocation profile of the same run is kept beside it")
 	fs.StringVar(&s.jwksMode, "jwks", "url", "key set source of b and c: url (as d) or file")
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
 	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
@@ -206,7 +206,7 @@ func suiteMain(args []string) error {
 		return err
 	}
 	if s.profile > 0 {
-		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFloodAlone} {
+		for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor} {
 			if s.skip[ph] {
 				continue
 			}
@@ -340,6 +340,23 @@ func probeFloor(addr string) error {
 		return fmt.Errorf("the floor's route answered %d %q, want 401 %q", resp.StatusCode, body, floorBody)
 	}
 	return nil
+}
+
+// loadSpecs returns the wrk runs of phase ph, named with prefix: the valid load from file
+// and the flood from floodFile, as the phase has them.
+func (s *suite) loadSpecs(ph, prefix, file, floodFile string) []loadSpec {
+	valid := loadSpec{name: prefix + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}
+	flood := loadSpec{name: prefix + "flood-" + ph, tokens: floodFile, conns: s.floodConns, repeat: true}
+	if ph == phaseFloor || ph == phaseFloorAlone {
+		flood.path = floorPath
+	}
+	switch ph {
+	case phaseFlood, phaseFloor:
+		return []loadSpec{valid, flood}
+	case phaseFloodAlone, phaseFloorAlone:
+		return []loadSpec{flood}
+	}
+	return []loadSpec{valid}
 }
 
 // flooded reports whether phase ph runs the unknown-kid flood.
@@ -596,17 +613,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		}
 	}
 
-	specs := []loadSpec{{name: "wrk-" + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}}
-	switch ph {
-	case phaseFlood:
-		specs = append(specs, loadSpec{name: "wrk-flood", tokens: floodFile, conns: s.floodConns, repeat: true})
-	case phaseFloodAlone:
-		specs = []loadSpec{{name: "wrk-flood-alone", tokens: floodFile, conns: s.floodConns, repeat: true}}
-	case phaseFloor:
-		specs = append(specs, loadSpec{name: "wrk-floor-flood", path: floorPath, tokens: floodFile, conns: s.floodConns, repeat: true})
-	case phaseFloorAlone:
-		specs = []loadSpec{{name: "wrk-floor-flood-alone", path: floorPath, tokens: floodFile, conns: s.floodConns, repeat: true}}
-	}
+	specs := s.loadSpecs(ph, "wrk-", file, floodFile)
 	// The warmup is a wrk run of its own, since wrk's statistics cover a whole run; the
 	// measured run continues in the same tokens where the warmup stopped.
 	if s.warmup > 0 {
@@ -682,7 +689,7 @@ func (s *suite) profilePhase(ph string) error {
 	switch ph {
 	case phaseBaseline:
 		n = 1000 // sent again and again, as in the measured phase
-	case phaseFloodAlone:
+	case phaseFloodAlone, phaseFloorAlone:
 		n = 1 // the probe, and the flood's template
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: profile of phase %s: minting %d tokens\n", ph, n)
@@ -691,18 +698,22 @@ func (s *suite) profilePhase(ph string) error {
 		return err
 	}
 	probeToken, tokens := tokens[0], tokens[1:]
-	repeat := ph == phaseBaseline
-	if ph == phaseFloodAlone {
-		if tokens, err = floodTokens(probeToken, 100000); err != nil {
-			return err
-		}
-		repeat = true
-	}
 	file, err := s.writeTokens("profile-"+ph, tokens)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(file)
+	var floodFile string
+	if flooded(ph) {
+		flood, err := floodTokens(probeToken, 100000)
+		if err != nil {
+			return err
+		}
+		if floodFile, err = s.writeTokens("profile-flood", flood); err != nil {
+			return err
+		}
+		defer os.Remove(floodFile)
+	}
 	caddy, addr, admin, err := s.startCaddy(ph)
 	if err != nil {
 		return err
@@ -711,16 +722,12 @@ func (s *suite) profilePhase(ph string) error {
 	if err := probe(addr, probeToken); err != nil {
 		return err
 	}
-	// One wrk run: the warmup, then the profile, with a second to spare.
+	// One wrk run per load: the warmup, then the profile, with a second to spare.
 	opened := make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
-		conns := s.conns
-		if ph == phaseFloodAlone {
-			conns = s.floodConns
-		}
-		spec := loadSpec{name: "wrk-profile-" + ph, tokens: file, conns: conns, repeat: repeat}
-		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, []loadSpec{spec}, func() { close(opened) })
+		specs := s.loadSpecs(ph, "wrk-profile-", file, floodFile)
+		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, specs, func() { close(opened) })
 		loaded <- err
 	}()
 	select {
