@@ -1,0 +1,147 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/linktoken/linktokentest"
+)
+
+// casebookCaddyfile holds one partner per rule set of the verifier's rejection cases.
+const casebookCaddyfile = `{
+	admin {{.Admin}}
+}
+
+http://127.0.0.1:{{.Port}} {
+	route /partner/* {
+		jwt_partner {
+{{.Vars.partners}}
+		}
+		reverse_proxy {{.Vars.upstream}}
+	}
+}
+`
+
+// casebookPartner is the Caddyfile block of a partner with rules r and the cases' key set.
+func casebookPartner(name, jwks string, r linktoken.Rules) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\t\t\tpartner %s {\n\t\t\t\tjwks_file %s\n\t\t\t\tissuer %s\n\t\t\t\taudience %s\n", name, jwks, r.Issuer, r.Audience)
+	line := func(format string, args ...any) { fmt.Fprintf(&b, "\t\t\t\t"+format+"\n", args...) }
+	if len(r.Algorithms) > 0 {
+		line("algorithms %s", strings.Join(r.Algorithms, " "))
+	}
+	if len(r.Kinds) > 0 {
+		kinds := make([]string, len(r.Kinds))
+		for i, k := range r.Kinds {
+			kinds[i] = string(k)
+		}
+		line("kinds %s", strings.Join(kinds, " "))
+	}
+	if r.MaxLifetime > 0 {
+		line("max_lifetime %s", r.MaxLifetime)
+	}
+	if r.Leeway > 0 {
+		line("leeway %s", r.Leeway)
+	}
+	if r.NonceMinLength > 0 {
+		line("nonce_min_length %d", r.NonceMinLength)
+	}
+	if r.NonceMaxLength > 0 {
+		line("nonce_max_length %d", r.NonceMaxLength)
+	}
+	b.WriteString("\t\t\t}\n")
+	return b.String()
+}
+
+// TestEveryVerifierRejectionThroughTheGateway posts every rejection case of the verifier's
+// table (linktokentest, which linktoken's and the partner kit's tests run too) to the
+// running gateway, each to a partner configured with the case's rules. The gateway must
+// answer what the verifier answers for the same body at the gateway's own clock, and
+// forward none.
+//
+// The gateway runs on the real clock and the cases are made at a fixed instant in the
+// past, so a case whose token passes every rule before the time window is answered
+// token_expired there; every other case must get its own code. The body limits come first:
+// a body over max_body_size is body_too_large and an empty one token_missing, before the
+// verifier sees it.
+func TestEveryVerifierRejectionThroughTheGateway(t *testing.T) {
+	cases := linktokentest.Rejections()
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwks, linktokentest.KeySetJSON(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	partnerOf := map[string]string{}
+	var blocks strings.Builder
+	for _, c := range cases {
+		key := fmt.Sprintf("%+v", c.Rules)
+		if _, ok := partnerOf[key]; !ok {
+			name := fmt.Sprintf("rules%d", len(partnerOf))
+			partnerOf[key] = name
+			blocks.WriteString(casebookPartner(name, jwks, c.Rules))
+		}
+	}
+	up := harness.NewUpstream(t)
+	g := harness.StartCaddy(t, harness.Config{
+		Caddyfile: casebookCaddyfile,
+		Vars:      map[string]string{"partners": blocks.String(), "upstream": up.Addr()},
+	})
+	set := linktokentest.KeySet(t)
+
+	answered := map[string]int{} // how the cases' codes came out: own, expired, body
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			tok := c.Token(t)
+			body := strings.TrimSpace(tok) // the endpoint trims the body, as partners' tools add newlines
+			var want linktoken.Code
+			switch {
+			case len(tok) > linktoken.MaxTokenLength: // the default max_body_size
+				want, answered["body"] = "body_too_large", answered["body"]+1
+			case body == "":
+				want, answered["body"] = "token_missing", answered["body"]+1
+			default:
+				v, err := linktoken.NewVerifier(c.Rules)
+				if err != nil {
+					t.Fatalf("NewVerifier(%+v) = %v", c.Rules, err)
+				}
+				_, err = v.Verify(context.Background(), []byte(body), set)
+				if err == nil {
+					t.Fatalf("the verifier accepts case %s at the real clock", c.Name)
+				}
+				want = linktoken.CodeOf(err)
+				switch want {
+				case c.Want:
+					answered["own"]++
+				case linktoken.CodeTokenExpired:
+					answered["expired"]++
+				default:
+					t.Errorf("case %s: the verifier at the real clock answers %s, the case wants %s; only token_expired may differ", c.Name, want, c.Want)
+				}
+			}
+
+			resp := g.PostURL(t, partnerOf[fmt.Sprintf("%+v", c.Rules)], tok)
+			p := decodeProblem(t, resp)
+			if resp.StatusCode < 400 || resp.StatusCode >= 500 || p.Code != string(want) {
+				t.Errorf("case %s: gateway answered %d %q (%s), want a 4xx with %s", c.Name, resp.StatusCode, p.Code, p.Detail, want)
+			}
+			for _, s := range c.Secrets {
+				if s != "" && strings.Contains(string(resp.Body), s) {
+					t.Errorf("case %s: the answer carries %q from the token", c.Name, s)
+				}
+			}
+		})
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Errorf("%d of %d rejected tokens reached the upstream", n, len(cases))
+	}
+	t.Logf("of %d cases, %d answered with their own code, %d token_expired at the real clock, %d by the body limits",
+		len(cases), answered["own"], answered["expired"], answered["body"])
+	if answered["own"] < len(cases)*3/4 {
+		t.Errorf("only %d of %d cases kept their own code: the table's fixed instant no longer exercises the gateway", answered["own"], len(cases))
+	}
+}
