@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +166,37 @@ func TestFloodReportPairsRounds(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("flood report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestProbeFloorWantsTheFixedAnswer: the floor phases run only when the route answers the
+// fixed 401; a route that does not match (a cheaper 404) or another body fails the probe.
+func TestProbeFloorWantsTheFixedAnswer(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		ok     bool
+	}{
+		{"the fixed 401", http.StatusUnauthorized, floorBody, true},
+		{"no such route", http.StatusNotFound, "", false},
+		{"another body", http.StatusUnauthorized, `{"code":"key_unknown"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != floorPath {
+					http.NotFound(w, r)
+					return
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			err := probeFloor(strings.TrimPrefix(srv.URL, "http://"))
+			if (err == nil) != tt.ok {
+				t.Errorf("probeFloor() = %v, want ok %v", err, tt.ok)
+			}
+		})
 	}
 }
