@@ -13,50 +13,32 @@ import (
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 )
 
-// casebookCaddyfile holds one partner per rule set of the verifier's rejection cases.
-const casebookCaddyfile = `{
-	admin {{.Admin}}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-{{.Vars.partners}}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
-
 // casebookPartner is the Caddyfile block of a partner with rules r and the cases' key set.
 func casebookPartner(name, jwks string, r linktoken.Rules) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\t\t\tpartner %s {\n\t\t\t\tjwks_file %s\n\t\t\t\tissuer %s\n\t\t\t\taudience %s\n", name, jwks, r.Issuer, r.Audience)
-	line := func(format string, args ...any) { fmt.Fprintf(&b, "\t\t\t\t"+format+"\n", args...) }
+	lines := []string{"jwks_file " + jwks, "issuer " + r.Issuer, "audience " + r.Audience}
 	if len(r.Algorithms) > 0 {
-		line("algorithms %s", strings.Join(r.Algorithms, " "))
+		lines = append(lines, "algorithms "+strings.Join(r.Algorithms, " "))
 	}
 	if len(r.Kinds) > 0 {
 		kinds := make([]string, len(r.Kinds))
 		for i, k := range r.Kinds {
 			kinds[i] = string(k)
 		}
-		line("kinds %s", strings.Join(kinds, " "))
+		lines = append(lines, "kinds "+strings.Join(kinds, " "))
 	}
 	if r.MaxLifetime > 0 {
-		line("max_lifetime %s", r.MaxLifetime)
+		lines = append(lines, "max_lifetime "+r.MaxLifetime.String())
 	}
 	if r.Leeway > 0 {
-		line("leeway %s", r.Leeway)
+		lines = append(lines, "leeway "+r.Leeway.String())
 	}
 	if r.NonceMinLength > 0 {
-		line("nonce_min_length %d", r.NonceMinLength)
+		lines = append(lines, fmt.Sprintf("nonce_min_length %d", r.NonceMinLength))
 	}
 	if r.NonceMaxLength > 0 {
-		line("nonce_max_length %d", r.NonceMaxLength)
+		lines = append(lines, fmt.Sprintf("nonce_max_length %d", r.NonceMaxLength))
 	}
-	b.WriteString("\t\t\t}\n")
-	return b.String()
+	return harness.PartnerBlock(name, lines...)
 }
 
 // TestEveryVerifierRejectionThroughTheGateway posts every rejection case of the verifier's
@@ -88,7 +70,7 @@ func TestEveryVerifierRejectionThroughTheGateway(t *testing.T) {
 	}
 	up := harness.NewUpstream(t)
 	g := harness.StartCaddy(t, harness.Config{
-		Caddyfile: casebookCaddyfile,
+		Caddyfile: harness.PartnersCaddyfile,
 		Vars:      map[string]string{"partners": blocks.String(), "upstream": up.Addr()},
 	})
 	set := linktokentest.KeySet(t)

@@ -122,29 +122,9 @@ func mint(t *testing.T, dir, kind string, extra ...string) string {
 	return strings.TrimSpace(mustPartnerlink(t, append(args, fieldsOf(kind)...)...))
 }
 
-const caddyfile = `{
-	admin {{.Admin}}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-{{.Vars.partners}}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
-
-// partner returns one partner block of the Caddyfile.
+// partner returns one partner block of the gateway's Caddyfile.
 func partner(name, keys string, extra ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\t\t\tpartner %s {\n\t\t\t\t%s\n\t\t\t\tissuer %s\n\t\t\t\taudience %s\n", name, keys, issuer, audience)
-	for _, e := range extra {
-		fmt.Fprintf(&b, "\t\t\t\t%s\n", e)
-	}
-	b.WriteString("\t\t\t}\n")
-	return b.String()
+	return harness.PartnerBlock(name, append([]string{keys, "issuer " + issuer, "audience " + audience}, extra...)...)
 }
 
 // startGateway runs the real Caddy with the partners; the upstream answers /url with a URL
@@ -162,7 +142,7 @@ func startGateway(t *testing.T, partners ...string) (*harness.Caddy, *harness.Up
 		fmt.Fprintln(w, `<p id="signed-in">signed in</p>`)
 	})
 	c := harness.StartCaddy(t, harness.Config{
-		Caddyfile: caddyfile,
+		Caddyfile: harness.PartnersCaddyfile,
 		Vars:      map[string]string{"partners": strings.Join(partners, ""), "upstream": up.Addr()},
 	})
 	return c, up
