@@ -289,7 +289,7 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		Listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(listenPort)),
 		Upstream: s.upstream,
 		Gateway:  ph != phaseBaseline,
-		Floor:    ph == phaseFloor || ph == phaseFloorAlone,
+		Floor:    atFloor(ph),
 		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience,
 	}
 	if cfg.Gateway {
@@ -347,7 +347,7 @@ func probeFloor(addr string) error {
 func (s *suite) loadSpecs(ph, prefix, file, floodFile string) []loadSpec {
 	valid := loadSpec{name: prefix + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}
 	flood := loadSpec{name: prefix + "flood-" + ph, tokens: floodFile, conns: s.floodConns, repeat: true}
-	if ph == phaseFloor || ph == phaseFloorAlone {
+	if atFloor(ph) {
 		flood.path = floorPath
 	}
 	switch ph {
@@ -358,6 +358,9 @@ func (s *suite) loadSpecs(ph, prefix, file, floodFile string) []loadSpec {
 	}
 	return []loadSpec{valid}
 }
+
+// atFloor reports whether phase ph sends the flood to the floor's fixed 401.
+func atFloor(ph string) bool { return ph == phaseFloor || ph == phaseFloorAlone }
 
 // flooded reports whether phase ph runs the unknown-kid flood.
 func flooded(ph string) bool {
@@ -607,7 +610,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	if err := probe(addr, probeToken); err != nil {
 		return r, fmt.Errorf("phase %s: %v", ph, err)
 	}
-	if config(ph) == phaseFloor || ph == phaseFloorAlone {
+	if atFloor(ph) {
 		if err := probeFloor(addr); err != nil {
 			return r, fmt.Errorf("phase %s: %v", ph, err)
 		}
