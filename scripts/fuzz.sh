@@ -8,6 +8,11 @@
 # when -fuzztime ends while a worker is mid-call (golang/go#75804, fixed in Go 1.27): no input
 # failed and none is written. Such a run is retried once; if it happens again without a
 # failing input it is reported and not counted as a failure. Anything else fails the run.
+# FUZZ_PARALLEL sets the workers per target (go test -parallel; default GOMAXPROCS);
+# FUZZ_ONLY, an extended regexp, keeps the targets whose "path:FuzzName" it matches.
+#
+# Not part of ./test.sh: ordinary `go test` runs every target's seeds and committed corpus,
+# so the gate gives the same verdict on every run; this open-ended search is separate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${1:-10s}
@@ -21,11 +26,23 @@ deadline_flake() {
 		! grep -qE 'Failing input written to|^panic:|_test\.go:[0-9]+:' "$log"
 }
 
+# The targets, from the files themselves (git ls-files is not there in an exported tree).
+targets=$(grep -rEo --include='*_test.go' '^func (Fuzz[A-Za-z0-9_]+)' . | sed -E 's|^\./||; s/func //' | sort -u)
+if [ -n "${FUZZ_ONLY:-}" ]; then
+	targets=$(grep -E "$FUZZ_ONLY" <<<"$targets" || true)
+fi
+if [ -z "$targets" ]; then
+	echo "fuzz.sh: found no fuzz targets (func FuzzXxx in *_test.go): nothing was fuzzed" >&2
+	exit 1
+fi
+count=0
+
 while IFS=: read -r file name; do
+	count=$((count + 1))
 	pkg=./$(dirname "$file")
 	echo "fuzz $pkg $name ($fuzztime)"
 	for attempt in 1 2; do
-		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
+		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" ${FUZZ_PARALLEL:+-parallel "$FUZZ_PARALLEL"} "$pkg" >"$log" 2>&1; then
 			break
 		fi
 		if ! deadline_flake; then
@@ -39,5 +56,6 @@ while IFS=: read -r file name; do
 			echo "  $name: the same again, with no failing input written: not counted as a failure"
 		fi
 	done
-done < <(git grep -E -o '^func (Fuzz[A-Za-z0-9_]+)' -- '*_test.go' | sed -E 's/func //' | sort -u)
+done <<<"$targets"
+echo "fuzz.sh: $count targets, $fuzztime each: $([ $status = 0 ] && echo passed || echo FAILED)"
 exit $status

@@ -145,8 +145,14 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
+		// Tokenize, not NewTestDispenser: the test dispenser calls log.Fatal on a lexer
+		// error, which would kill the fuzz worker on input Caddy rightly refuses.
+		tokens, err := caddyfile.Tokenize([]byte(input), "Fuzzfile")
+		if err != nil {
+			return
+		}
 		var h Handler
-		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+		if err := h.UnmarshalCaddyfile(caddyfile.NewDispenser(tokens)); err != nil {
 			return
 		}
 		if _, err := json.Marshal(&h); err != nil {
