@@ -59,7 +59,8 @@ func FuzzPartnerLink(f *testing.F) {
 // decoder: a JSON object within MaxClaimsDepth, member names matched exactly
 // (go-json-experiment's default: case-sensitive, duplicate names and invalid UTF-8
 // refused, where encoding/json would take "emploYeeId" for employeeId), and no member
-// named like a defined field but for case, '-' or '_'.
+// named like a defined field, or at the top level like a registered claim (iss, nonce, …),
+// but for case, '-' or '_'.
 func exactPayload(claims []byte) (*linkspec.Payload, bool) {
 	var p linkspec.Payload
 	if linkspec.CheckClaimsDepth(claims) != nil || jsonv2.Unmarshal(claims, &p) != nil {
@@ -77,7 +78,10 @@ func exactPayload(claims []byte) (*linkspec.Payload, bool) {
 			defined = append(defined, f.Path)
 		}
 	}
-	if nearDefined(members, append(defined, "contact")) {
+	// At the top level the registered claims count as defined names too: a token carries
+	// them beside the payload, so "Nonce" or "e_x_p" would be read as one by a lenient decoder.
+	top := append(append(defined, "contact"), linkspec.ReservedClaims...)
+	if nearDefined(members, top) {
 		return nil, false
 	}
 	if c, ok := members["contact"]; ok && c.Kind() == '{' {
