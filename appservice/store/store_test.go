@@ -2,18 +2,17 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/pgtest"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -32,72 +31,84 @@ func (c *clock) Add(d time.Duration) {
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-// pgAdminURL is the development machines' PostgreSQL (trust authentication).
-const pgAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+// TestMain runs the tests and then stops the private PostgreSQL cluster the postgres
+// backend started.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type backend struct {
 	name string
 	open func(t *testing.T, c *clock) *Store
 }
 
-// backends returns SQLite and, when a server is reachable or CI is set, PostgreSQL. Each
-// open gives a fresh, empty database: a temporary file, or a uniquely named PostgreSQL
-// database dropped when the test ends.
+// backends returns SQLite and PostgreSQL, always both: PostgreSQL is the test binary's own
+// cluster (internal/pgtest), and a machine without the server programs fails the tests
+// rather than testing SQLite alone. Each open gives a fresh, empty database: a temporary
+// file, or a new PostgreSQL database dropped when the test ends.
 func backends(t *testing.T) []backend {
 	t.Helper()
-	bs := []backend{{"sqlite", func(t *testing.T, c *clock) *Store {
+	return []backend{{"sqlite", func(t *testing.T, c *clock) *Store {
 		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "data", "app.db"), Options{SSNKey: testKey, Now: c.Now})
 		if err != nil {
 			t.Fatalf("Open(sqlite) = %v", err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
+	}}, {"postgres", func(t *testing.T, c *clock) *Store {
+		s, _ := openPostgres(t, c)
+		return s
 	}}}
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:5432", time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL on 127.0.0.1:5432 is not reachable and CI is set: %v", err)
-		}
-		t.Logf("PostgreSQL not reachable, testing SQLite only: %v", err)
-		return bs
-	}
-	conn.Close()
-	return append(bs, backend{"postgres", func(t *testing.T, c *clock) *Store {
-		return openPostgres(t, c)
-	}})
 }
 
-func openPostgres(t *testing.T, c *clock) *Store {
+// openPostgres opens a fresh database on the private cluster and returns the store and the
+// database's URL.
+func openPostgres(t *testing.T, c *clock) (*Store, string) {
 	t.Helper()
-	ctx := context.Background()
-	admin, err := sql.Open("pgx", pgAdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "appservice_test_" + hex.EncodeToString(b)
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("creating database %s: %v", name, err)
-	}
-	s, err := Open(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable", Options{SSNKey: testKey, Now: c.Now})
+	url := pgtest.NewDatabase(t)
+	s, err := Open(context.Background(), url, Options{SSNKey: testKey, Now: c.Now})
 	if err != nil {
 		t.Fatalf("Open(postgres) = %v", err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		admin, err := sql.Open("pgx", pgAdminURL)
-		if err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-			return
+	// registered after the database's drop, so it runs first
+	t.Cleanup(func() { s.Close() })
+	return s, url
+}
+
+// queryRow scans one row of query (with ? placeholders) into dest, failing the test on any
+// error, so that an assertion never reads a zero value a failed query left behind.
+func queryRow(t *testing.T, s *Store, query string, args []any, dest ...any) {
+	t.Helper()
+	if err := s.db.QueryRow(s.q(query), args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// TestPostgresBackendIsThePrivateCluster: the postgres backend is a real PostgreSQL server,
+// the test binary's own and not the machine's (port 5432); its version is logged, so that
+// `go test -v` shows which server the PostgreSQL half ran against.
+func TestPostgresBackendIsThePrivateCluster(t *testing.T) {
+	var open func(t *testing.T, c *clock) *Store
+	for _, b := range backends(t) {
+		if b.name == "postgres" {
+			open = b.open
 		}
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-		}
-	})
-	return s
+	}
+	if open == nil {
+		t.Fatal("backends() has no postgres backend")
+	}
+	s := open(t, newClock())
+	if s.d.name != "postgres" {
+		t.Fatalf("postgres backend's dialect = %q, want postgres", s.d.name)
+	}
+	var version string
+	var port int
+	queryRow(t, s, "SELECT version(), current_setting('port')::int", nil, &version, &port)
+	if !strings.HasPrefix(version, "PostgreSQL ") {
+		t.Errorf("version() = %q, want a PostgreSQL server", version)
+	}
+	if c := pgtest.Start(t); port == 5432 || c.Addr() != net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) {
+		t.Errorf("server port = %d, want the private cluster's (%s)", port, c.Addr())
+	}
+	t.Logf("postgres backend: %s on port %d", version, port)
 }
 
 // TestOpenSQLitePathNeedsNoEscaping: the file: URI is built from the path escaped, so a
@@ -120,22 +131,11 @@ func TestOpenSQLitePathNeedsNoEscaping(t *testing.T) {
 // TestConcurrentOpenMigratesOnce: app service instances starting at once on one fresh
 // PostgreSQL database all come up; the advisory lock covers creating schema_migrations too.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
-	var pg bool
-	for _, b := range backends(t) {
-		pg = pg || b.name == "postgres"
-	}
-	if !pg {
-		t.Skip("no PostgreSQL")
-	}
 	ctx := context.Background()
-	first := openPostgres(t, newClock()) // a fresh database, dropped after the test
-	var name string
-	if err := first.db.QueryRow("SELECT current_database()").Scan(&name); err != nil {
-		t.Fatal(err)
-	}
+	first, url := openPostgres(t, newClock()) // a fresh database, dropped after the test
 	for _, stmt := range []string{"DROP TABLE used_requests, sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"} {
 		if _, err := first.db.Exec(stmt); err != nil {
-			t.Fatalf("emptying %s: %v", name, err)
+			t.Fatalf("emptying the database: %v", err)
 		}
 	}
 	for round := 0; round < 3; round++ {
@@ -145,7 +145,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s, err := Open(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable", Options{SSNKey: testKey})
+				s, err := Open(ctx, url, Options{SSNKey: testKey})
 				if err == nil {
 					s.Close()
 				}
@@ -211,18 +211,21 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open #%d = %v", i+1, err)
 		}
-		ms, _ := loadMigrations()
+		ms, err := loadMigrations()
+		if err != nil {
+			t.Fatal(err)
+		}
 		v, err := s.SchemaVersion(context.Background())
 		if err != nil || v != ms[len(ms)-1].version {
 			t.Errorf("SchemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, ms[len(ms)-1].version)
 		}
 		var mode string
-		s.db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+		queryRow(t, s, "PRAGMA journal_mode", nil, &mode)
 		if mode != "wal" {
 			t.Errorf("journal_mode = %q, want wal", mode)
 		}
 		var fk int
-		s.db.QueryRow("PRAGMA foreign_keys").Scan(&fk)
+		queryRow(t, s, "PRAGMA foreign_keys", nil, &fk)
 		if fk != 1 {
 			t.Errorf("foreign_keys = %d, want 1", fk)
 		}
@@ -249,7 +252,7 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 					t.Errorf("organization id = %d, want %d", r.OrganizationID, first.OrganizationID)
 				}
 				var name string
-				s.db.QueryRow(s.q("SELECT name FROM organizations WHERE id = ?"), r.OrganizationID).Scan(&name)
+				queryRow(t, s, "SELECT name FROM organizations WHERE id = ?", []any{r.OrganizationID}, &name)
 				if name != "North Clinic (renamed)" {
 					t.Errorf("organization name = %q, want %q", name, "North Clinic (renamed)")
 				}
@@ -353,7 +356,7 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 			t.Run("caseId kept with the link", func(t *testing.T) {
 				r := mustResolve(t, s, mainLink("e1", "org1", "c2"))
 				var caseID string
-				s.db.QueryRow(s.q("SELECT case_id FROM links WHERE id = ?"), r.LinkID).Scan(&caseID)
+				queryRow(t, s, "SELECT case_id FROM links WHERE id = ?", []any{r.LinkID}, &caseID)
 				if caseID != "case-7" {
 					t.Errorf("links.case_id = %q, want %q", caseID, "case-7")
 				}
@@ -450,7 +453,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 					t.Fatalf("ConfirmLink(second) = %v, %v, want not linked: the first link wins", linked, err)
 				}
 				var acct int64
-				s.db.QueryRow(s.q("SELECT account_id FROM employees WHERE id = ?"), r.EmployeeID).Scan(&acct)
+				queryRow(t, s, "SELECT account_id FROM employees WHERE id = ?", []any{r.EmployeeID}, &acct)
 				if acct != first.Session.Account.ID {
 					t.Errorf("employee account = %d, want %d", acct, first.Session.Account.ID)
 				}
@@ -500,7 +503,7 @@ func TestGoMemberCreatedOnce(t *testing.T) {
 				t.Errorf("second Go link: AccountCreated %v AccountID %d, want existing %d", r2.AccountCreated, r2.AccountID, r.AccountID)
 			}
 			var email string
-			s.db.QueryRow(s.q("SELECT email FROM accounts WHERE id = ?"), r.AccountID).Scan(&email)
+			queryRow(t, s, "SELECT email FROM accounts WHERE id = ?", []any{r.AccountID}, &email)
 			if email != "kari.new@example.com" {
 				t.Errorf("member e-mail = %q, want the latest %q", email, "kari.new@example.com")
 			}
@@ -710,7 +713,7 @@ func TestLoginCode(t *testing.T) {
 			t.Run("stored hashed", func(t *testing.T) {
 				r := mustResolve(t, s, goLink("org1", "c1", "k@example.com"))
 				var n int
-				s.db.QueryRow(s.q("SELECT COUNT(*) FROM login_codes WHERE code_hash = ?"), r.Code).Scan(&n)
+				queryRow(t, s, "SELECT COUNT(*) FROM login_codes WHERE code_hash = ?", []any{r.Code}, &n)
 				if n != 0 {
 					t.Errorf("login_codes holds the code in clear")
 				}
