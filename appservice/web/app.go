@@ -149,13 +149,17 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	login := r.PostFormValue("login")
-	// Bounded before the password is hashed: per address and per login name, then by the
-	// number of hashes running at once.
-	if ok, retry := h.signIns.allow(clientAddr(r), strings.ToLower(strings.TrimSpace(login))); !ok {
+	// Bounded before the password is hashed: per address and per (login name, address),
+	// a growing delay per login name, then the number of hashes running at once.
+	ok, retry, delay := h.signIns.allow(clientAddr(r), strings.ToLower(strings.TrimSpace(login)))
+	if !ok {
 		h.log.Info("sign-in refused", "outcome", "rate_limited")
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
 		h.signinError(w, r, http.StatusTooManyRequests, login, "Too many sign-in attempts. Wait a minute, then try again.")
 		return
+	}
+	if delay > 0 && !h.signIns.sleep(r.Context(), delay) {
+		return // the client went away
 	}
 	if !h.signIns.acquire(r.Context()) {
 		h.log.Warn("sign-in refused", "outcome", "busy")

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"container/list"
 	"context"
 	"net"
 	"net/http"
@@ -18,70 +19,126 @@ const (
 	DefaultSignInConcurrency = 2
 	signInWait               = 2 * time.Second
 
-	// An address may try signInPerAddress sign-ins, and one login name signInPerLogin,
-	// per signInWindow; beyond that they get 429 until the window ends. The login bound
-	// stops a guesser spread over many addresses; the address bound one that tries many
-	// names.
+	// Per signInWindow, an address may try signInPerAddress sign-ins, and one login name
+	// signInPerLogin from one address; beyond either it gets 429 until its window ends.
+	// The login name alone is never refused: a stranger who knows a user name could then
+	// lock its owner out. Instead, past signInPerLogin attempts a minute from all
+	// addresses, each attempt for that name waits before its check, twice as long as the
+	// one before, from signInBaseDelay up to signInMaxDelay: the owner still gets in, a
+	// guesser spread over many addresses is slowed.
 	signInWindow     = time.Minute
 	signInPerAddress = 20
 	signInPerLogin   = 10
-	// signInMaxKeys bounds the counters kept: a flood of distinct addresses or names
-	// cannot grow memory without end; past it every attempt is refused until windows end.
+	signInBaseDelay  = 250 * time.Millisecond
+	signInMaxDelay   = 4 * time.Second
+	// signInMaxKeys bounds the windows kept. An address creates at most 1+2*signInPerAddress
+	// of them a window (an attempt refused creates none), and when the bound is reached the
+	// oldest window is dropped: a flood can at worst forget old counts, never refuse
+	// everyone.
 	signInMaxKeys = 10000
 )
 
-// signInGuard bounds concurrent password checks (a semaphore) and counts attempts per
-// client address and per login name in fixed windows.
+// signInGuard bounds concurrent password checks (a semaphore) and counts attempts in fixed
+// windows per client address, per (login name, address) and per login name.
 type signInGuard struct {
-	slots chan struct{}
-	wait  time.Duration
-	now   func() time.Time
+	slots   chan struct{}
+	wait    time.Duration
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) bool // waits d; false when ctx ended first
+	maxKeys int
 
-	mu     sync.Mutex
-	counts map[string]*window
+	mu      sync.Mutex
+	windows map[string]*list.Element // of *window
+	order   *list.List               // oldest window start first
 }
 
 type window struct {
+	key   string
 	start time.Time
 	n     int
 }
 
 func newSignInGuard(concurrency int, now func() time.Time) *signInGuard {
-	return &signInGuard{slots: make(chan struct{}, concurrency), wait: signInWait, now: now, counts: map[string]*window{}}
+	return &signInGuard{slots: make(chan struct{}, concurrency), wait: signInWait, now: now, sleep: sleepCtx,
+		maxKeys: signInMaxKeys, windows: map[string]*list.Element{}, order: list.New()}
 }
 
-// allow counts one attempt for addr and login and reports whether both are within their
-// bounds, and if not, when the caller may try again.
-func (g *signInGuard) allow(addr, login string) (bool, time.Duration) {
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// allow counts one attempt from addr for login. It refuses (ok false, with the time until
+// the caller may try again) when the address or the (login, address) pair is over its
+// bound, without creating any state; otherwise it counts the attempt and returns how long
+// to wait before checking the password.
+func (g *signInGuard) allow(addr, login string) (ok bool, retry, delay time.Duration) {
+	addr = addrKey(addr)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	if len(g.counts) >= signInMaxKeys {
-		for k, w := range g.counts {
-			if now.Sub(w.start) >= signInWindow {
-				delete(g.counts, k)
-			}
-		}
-		if len(g.counts) >= signInMaxKeys {
-			return false, signInWindow
-		}
+	// Windows are created and restarted at now and moved to the back, so the list is
+	// ordered by start: the ended ones are at the front.
+	for e := g.order.Front(); e != nil && now.Sub(e.Value.(*window).start) >= signInWindow; e = g.order.Front() {
+		g.order.Remove(e)
+		delete(g.windows, e.Value.(*window).key)
 	}
-	ok, retry := true, time.Duration(0)
+	keyA, keyP, keyL := "a\x00"+addr, "p\x00"+login+"\x00"+addr, "l\x00"+login
 	for _, c := range [...]struct {
 		key   string
 		limit int
-	}{{"a\x00" + addr, signInPerAddress}, {"l\x00" + login, signInPerLogin}} {
-		w := g.counts[c.key]
-		if w == nil || now.Sub(w.start) >= signInWindow {
-			w = &window{start: now}
-			g.counts[c.key] = w
-		}
-		w.n++
-		if w.n > c.limit {
-			ok, retry = false, max(retry, w.start.Add(signInWindow).Sub(now))
+	}{{keyA, signInPerAddress}, {keyP, signInPerLogin}} {
+		if e := g.windows[c.key]; e != nil {
+			if w := e.Value.(*window); w.n >= c.limit {
+				retry = max(retry, w.start.Add(signInWindow).Sub(now))
+			}
 		}
 	}
-	return ok, retry
+	if retry > 0 {
+		return false, retry, 0
+	}
+	g.count(keyA, now)
+	g.count(keyP, now)
+	if n := g.count(keyL, now); n > signInPerLogin {
+		delay = signInMaxDelay
+		if over := n - signInPerLogin - 1; over < 8 {
+			delay = min(signInBaseDelay<<over, signInMaxDelay)
+		}
+	}
+	return true, 0, delay
+}
+
+// count adds one to key's window, creating it (and dropping the oldest window when full),
+// and returns the new count.
+func (g *signInGuard) count(key string, now time.Time) int {
+	if e := g.windows[key]; e != nil {
+		w := e.Value.(*window)
+		w.n++
+		return w.n
+	}
+	for g.order.Len() >= g.maxKeys {
+		e := g.order.Front()
+		g.order.Remove(e)
+		delete(g.windows, e.Value.(*window).key)
+	}
+	g.windows[key] = g.order.PushBack(&window{key: key, start: now, n: 1})
+	return 1
+}
+
+// addrKey is the unit an address is counted in: an IPv4 address, or the /64 of an IPv6
+// address, since one IPv6 client usually holds a whole /64.
+func addrKey(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // acquire takes a password-check slot, waiting at most g.wait; release gives it back.

@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -600,16 +602,45 @@ func TestSignInRateLimited(t *testing.T) {
 			t.Errorf("after the window = %d, want 303 (signed in)", res.StatusCode)
 		}
 	})
-	t.Run("per login", func(t *testing.T) {
+	t.Run("per login from one address", func(t *testing.T) {
 		f := newFixture(t, "http://localhost:8080")
 		for i := range signInPerLogin {
-			addr := "192.0.2." + strconv.Itoa(i+1)
-			if res, _ := signInAttempt(t, f, addr, "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
+			if res, _ := signInAttempt(t, f, "192.0.2.1", "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
 			}
 		}
-		if res, _ := signInAttempt(t, f, "192.0.2.200", "instructor", "pass-word-1"); res.StatusCode != http.StatusTooManyRequests {
-			t.Errorf("login over its bound from a new address = %d, want 429", res.StatusCode)
+		if res, _ := signInAttempt(t, f, "192.0.2.1", "instructor", "pass-word-1"); res.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("login over its bound from the same address = %d, want 429", res.StatusCode)
+		}
+	})
+	t.Run("per login from many addresses: growing delays, no refusal", func(t *testing.T) {
+		f := newFixture(t, "http://localhost:8080")
+		var mu sync.Mutex
+		var slept []time.Duration
+		f.h.signIns.sleep = func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			slept = append(slept, d)
+			return true
+		}
+		for i := range signInPerLogin + 6 {
+			if res, _ := signInAttempt(t, f, "192.0.2."+strconv.Itoa(i+1), "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
+			}
+		}
+		want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
+		mu.Lock()
+		if !slices.Equal(slept, want) {
+			t.Errorf("delays before the checks = %v, want %v (none for the first %d)", slept, want, signInPerLogin)
+		}
+		mu.Unlock()
+		if res, _ := signInAttempt(t, f, "192.0.2.200", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("right password after the guesses = %d, want 303 (signed in after a delay)", res.StatusCode)
+		}
+		f.now = f.now.Add(signInWindow)
+		slept = nil
+		if res, _ := signInAttempt(t, f, "192.0.2.201", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther || len(slept) != 0 {
+			t.Errorf("after the window = %d with delays %v, want 303 without delay", res.StatusCode, slept)
 		}
 	})
 }
