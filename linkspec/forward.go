@@ -7,11 +7,15 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The upstream header contract. The gateway deletes every incoming header that starts with
@@ -28,7 +32,9 @@ const (
 	HeaderKeyID     = "Key-Id"     // the kid that verified the signature
 	HeaderRequestID = "Request-Id" // the id the gateway's log line and error pages carry
 	// HeaderClaims holds the whole verified claim set, extra claims included, as base64url
-	// (no padding) JSON: exactly the token's payload segment.
+	// (no padding) JSON: exactly the token's payload segment, unless the gateway dropped
+	// malformed optional fields (Payload.DropMalformed); then the claim set without them
+	// (WithoutFields), re-encoded.
 	HeaderClaims = "Claims"
 	// HeaderAssertion proves to the app service that the gateway set the headers above
 	// (SignAssertion).
@@ -278,3 +284,74 @@ type macState struct {
 }
 
 var macPool sync.Pool
+
+// WithoutFields returns the claim set data (a JSON object, as decoded by DecodePayload)
+// without the payload members at paths ("caseId", "contact.email"): the claim set the
+// gateway forwards once it has dropped malformed optional fields (Payload.DropMalformed),
+// so that a dropped value reaches the app service neither as a header nor inside the
+// claims. Every other member is kept, in its order, with its value as signed.
+func WithoutFields(data []byte, paths []string) ([]byte, error) {
+	var top, contact []string
+	for _, p := range paths {
+		if name, ok := strings.CutPrefix(p, "contact."); ok {
+			contact = append(contact, name)
+		} else {
+			top = append(top, p)
+		}
+	}
+	out, err := withoutMembers(data, top, contact)
+	if err != nil {
+		return nil, fmt.Errorf("removing dropped fields from the claims: %v", err)
+	}
+	return out, nil
+}
+
+// withoutMembers copies the JSON object data without the members in names; the value of
+// member contact, when an object, loses the members in contact.
+func withoutMembers(data []byte, names, contact []string) ([]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(data), strictClaims)
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out, strictClaims)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
+		return nil, err
+	}
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok.Kind() == '}' {
+			break
+		}
+		name := tok.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(names, name) {
+			continue
+		}
+		if name == "contact" && len(contact) > 0 && val.Kind() == '{' {
+			if val, err = withoutMembers(val, contact, nil); err != nil {
+				return nil, err
+			}
+		}
+		if err := enc.WriteToken(jsontext.String(name)); err != nil {
+			return nil, err
+		}
+		if err := enc.WriteValue(val); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.WriteToken(jsontext.EndObject); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
+}

@@ -43,9 +43,8 @@ type Contact struct {
 // registered claims (iss, aud, nbf, exp, iat, nonce); the spec leaves placement open and
 // top-level claims are what a partner's JWT library produces with the least effort.
 //
-// A payload that carries any employee field is a main-client link; one without is a Go link.
-// Claims not named here are allowed: the gateway forwards them untouched inside the whole
-// verified claim set.
+// The kind of a link follows from its payload (Kind). Claims not named here are allowed: the
+// gateway forwards them inside the verified claim set.
 type Payload struct {
 	EmployeeID        string   `json:"employeeId,omitempty"`
 	EmployeeUsername  string   `json:"employeeUsername,omitempty"`
@@ -58,10 +57,18 @@ type Payload struct {
 	CaseID            string   `json:"caseId,omitempty"`
 }
 
-// Kind reports the client the payload is for: KindMain when any employee field is set.
+// Kind reports the client the payload is for. The spec's two requests "differ only in the
+// payload fields", and a Go request may carry "extra user data ... for example prefilling
+// e-mail addresses". So the kind is read from the fields the main table requires and the
+// Go table does not have: KindMain when employeeId, employeeFirstname or employeeLastname
+// is present (not empty), KindGo otherwise. A main-client link that lost employeeId but
+// kept the instructor's name is still a main link, refused for the missing employeeId,
+// never a Go link that signs the contact in; the main table's optional employee fields
+// (employeeUsername, employeeEmail) alone are extra user data in a Go link. Presence means
+// not empty, not "not blank", so that a blank employeeId cannot make a link a Go link; and
+// since required fields are never dropped (DropMalformed), dropping cannot change the kind.
 func (p *Payload) Kind() Kind {
-	if p.EmployeeID != "" || p.EmployeeUsername != "" || p.EmployeeFirstname != "" ||
-		p.EmployeeLastname != "" || p.EmployeeEmail != "" {
+	if p.EmployeeID != "" || p.EmployeeFirstname != "" || p.EmployeeLastname != "" {
 		return KindMain
 	}
 	return KindGo

@@ -47,7 +47,10 @@ func (e *Error) Error() string {
 // Validate checks the payload against the table of its kind (spec: "Link payload for the
 // main client", "Contact object", "Link payload for the mobile client") and returns the
 // kind. When allowed is not empty, a payload of another kind is refused too. The error, if
-// any, is an *Error naming every failing field.
+// any, is an *Error naming every failing field. Validate is strict about every field,
+// optional ones included: the gateway and the app service call DropMalformed first, so that
+// a malformed optional value is dropped rather than refused; the partner kit's signer does
+// not, so that a partner learns of the value before the gateway drops it.
 func (p *Payload) Validate(allowed ...Kind) (Kind, error) {
 	kind := p.Kind()
 	v := validator{}
@@ -59,35 +62,65 @@ func (p *Payload) Validate(allowed ...Kind) (Kind, error) {
 			v.add(field, "required: Go links are not accepted for this partner")
 		}
 	}
-	if kind == KindMain {
-		v.text("employeeId", p.EmployeeID, true, MaxIDLength)
-		v.text("employeeUsername", p.EmployeeUsername, false, MaxIDLength)
-		v.text("employeeFirstname", p.EmployeeFirstname, true, MaxNameLength)
-		v.text("employeeLastname", p.EmployeeLastname, true, MaxNameLength)
-		v.email("employeeEmail", p.EmployeeEmail, false)
-	}
-	v.text("organizationName", p.OrganizationName, true, MaxNameLength)
-	v.text("organizationId", p.OrganizationID, true, MaxIDLength)
-	v.text("caseId", p.CaseID, false, MaxIDLength)
-	if p.Contact == nil {
-		v.add("contact", "required")
-	} else {
-		c := p.Contact
-		v.text("contact.id", c.ID, true, MaxIDLength)
-		v.date("contact.birthdate", c.Birthdate)
-		v.text("contact.ssn", c.SSN, false, MaxShortLength)
-		v.text("contact.gender", c.Gender, false, MaxShortLength)
-		v.text("contact.firstname", c.Firstname, true, MaxNameLength)
-		v.text("contact.middlename", c.Middlename, false, MaxNameLength)
-		v.text("contact.lastname", c.Lastname, true, MaxNameLength)
-		v.text("contact.mobile", c.Mobile, false, MaxShortLength)
-		v.email("contact.email", c.Email, kind == KindGo) // the Go client needs it for the account
-		v.text("contact.diagnosis", c.Diagnosis, false, MaxShortLength)
-	}
+	p.check(&v, kind)
 	if len(v.errs) > 0 {
 		return kind, &Error{Fields: v.errs}
 	}
 	return kind, nil
+}
+
+// DropMalformed clears every optional field of p whose value breaks its rule (blank, a
+// control character, too long, not an e-mail address, not a date) and returns them, in
+// table order, with the reason; it returns nil when it clears nothing. Required fields are
+// left alone: Validate refuses them. The spec gives no format for the e-mail fields and says
+// middlename "may be empty", and a partner's optional data is a nicety (prefilling, a
+// second way to match a contact): a value the service cannot use is not worth turning a
+// valid link into an error page. Which fields are optional depends on the kind, so it
+// is decided first (contact.email is required in a Go link).
+func (p *Payload) DropMalformed() []FieldError {
+	v := validator{drop: true}
+	p.check(&v, p.Kind())
+	return v.errs
+}
+
+// check applies the table of kind to p. In drop mode it checks only the optional fields,
+// and clears the failing ones.
+func (p *Payload) check(v *validator, kind Kind) {
+	if kind == KindMain {
+		v.required("employeeId", p.EmployeeID, ruleID)
+	}
+	// Optional in the main table; in a Go link, extra user data ("for example prefilling
+	// e-mail addresses"), held to the same rules.
+	v.optional("employeeUsername", &p.EmployeeUsername, ruleID)
+	if kind == KindMain {
+		v.required("employeeFirstname", p.EmployeeFirstname, ruleName)
+		v.required("employeeLastname", p.EmployeeLastname, ruleName)
+	}
+	v.optional("employeeEmail", &p.EmployeeEmail, ruleEmail)
+	v.required("organizationName", p.OrganizationName, ruleName)
+	v.required("organizationId", p.OrganizationID, ruleID)
+	v.optional("caseId", &p.CaseID, ruleID)
+	if p.Contact == nil {
+		if !v.drop {
+			v.add("contact", "required")
+		}
+		return
+	}
+	c := p.Contact
+	v.required("contact.id", c.ID, ruleID)
+	v.optional("contact.birthdate", &c.Birthdate, ruleDate)
+	v.optional("contact.ssn", &c.SSN, ruleShort)
+	v.optional("contact.gender", &c.Gender, ruleShort)
+	v.required("contact.firstname", c.Firstname, ruleName)
+	v.optional("contact.middlename", &c.Middlename, ruleName)
+	v.required("contact.lastname", c.Lastname, ruleName)
+	v.optional("contact.mobile", &c.Mobile, ruleShort)
+	if kind == KindGo {
+		v.required("contact.email", c.Email, ruleEmail) // the Go client needs it for the account
+	} else {
+		v.optional("contact.email", &c.Email, ruleEmail)
+	}
+	v.optional("contact.diagnosis", &c.Diagnosis, ruleShort)
 }
 
 func containsKind(kinds []Kind, k Kind) bool {
@@ -101,6 +134,59 @@ func containsKind(kinds []Kind, k Kind) bool {
 
 type validator struct {
 	errs []FieldError
+	// drop makes optional clear a failing field, and required do nothing (DropMalformed).
+	drop bool
+}
+
+// rule is the format a field must have.
+type rule uint8
+
+const (
+	ruleID    rule = iota // text of at most MaxIDLength
+	ruleName              // text of at most MaxNameLength
+	ruleShort             // text of at most MaxShortLength
+	ruleEmail             // an e-mail address of at most MaxEmailLength
+	ruleDate              // a calendar date YYYY-MM-DD
+)
+
+// apply checks s (not empty) by r.
+func (v *validator) apply(field, s string, r rule) {
+	switch r {
+	case ruleID:
+		v.text(field, s, false, MaxIDLength)
+	case ruleName:
+		v.text(field, s, false, MaxNameLength)
+	case ruleShort:
+		v.text(field, s, false, MaxShortLength)
+	case ruleEmail:
+		v.email(field, s, false)
+	case ruleDate:
+		v.date(field, s)
+	}
+}
+
+// required checks a required field; in drop mode it does nothing.
+func (v *validator) required(field, s string, r rule) {
+	switch {
+	case v.drop:
+	case s == "":
+		v.add(field, "required")
+	default:
+		v.apply(field, s, r)
+	}
+}
+
+// optional checks an optional field, absent when empty; in drop mode a failing value is
+// cleared (and reported).
+func (v *validator) optional(field string, s *string, r rule) {
+	if *s == "" {
+		return
+	}
+	n := len(v.errs)
+	v.apply(field, *s, r)
+	if v.drop && len(v.errs) > n {
+		*s = ""
+	}
 }
 
 func (v *validator) add(field, reason string) {

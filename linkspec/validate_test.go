@@ -63,11 +63,36 @@ func TestValidate(t *testing.T) {
 		{"main allowed", mainPayload, []Kind{KindMain}, KindMain, nil},
 		{"main refused for a go-only partner", mainPayload, []Kind{KindGo}, KindMain, []string{"employeeId"}},
 		{"go refused for a main-only partner", goPayload, []Kind{KindMain}, KindGo, []string{"employeeId"}},
-		{"employee field makes it main", func() Payload {
+		{"employeeEmail is extra user data in a go link", func() Payload {
 			p := goPayload()
 			p.EmployeeEmail = "x@example.org"
 			return p
-		}, nil, KindMain, []string{"employeeId", "employeeFirstname", "employeeLastname"}},
+		}, nil, KindGo, nil},
+		{"employeeUsername is extra user data in a go link", func() Payload {
+			p := goPayload()
+			p.EmployeeUsername = "ida.b"
+			return p
+		}, nil, KindGo, nil},
+		{"extra user data is held to its rule", func() Payload {
+			p := goPayload()
+			p.EmployeeEmail = "x at example.org"
+			return p
+		}, nil, KindGo, []string{"employeeEmail"}},
+		{"employeeFirstname makes it main, refused without employeeId", func() Payload {
+			p := goPayload()
+			p.EmployeeFirstname = "Åsa"
+			return p
+		}, nil, KindMain, []string{"employeeId", "employeeLastname"}},
+		{"main link that lost employeeId", func() Payload {
+			p := mainPayload()
+			p.EmployeeID = ""
+			return p
+		}, nil, KindMain, []string{"employeeId"}},
+		{"blank employeeId keeps it main", func() Payload {
+			p := mainPayload()
+			p.EmployeeID = "  "
+			return p
+		}, nil, KindMain, []string{"employeeId"}},
 		{"contact missing", func() Payload {
 			p := mainPayload()
 			p.Contact = nil
@@ -134,8 +159,8 @@ func TestValidate(t *testing.T) {
 			return p
 		}, nil, KindMain, []string{"employeeEmail"}},
 		{"every failing field is named", func() Payload {
-			return Payload{EmployeeUsername: "u", Contact: &Contact{}}
-		}, nil, KindMain, []string{"employeeId", "employeeFirstname", "employeeLastname",
+			return Payload{EmployeeLastname: "L", Contact: &Contact{}}
+		}, nil, KindMain, []string{"employeeId", "employeeFirstname",
 			"organizationName", "organizationId", "contact.id", "contact.firstname", "contact.lastname"}},
 	}
 	for _, tt := range tests {
@@ -149,6 +174,131 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() failing fields = %q, want %q (err %v)", got, tt.fails, err)
 			}
 		})
+	}
+}
+
+func TestDropMalformed(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload func() Payload
+		dropped []string // in table order
+		after   func(p *Payload) string
+	}{
+		{"valid main drops nothing", mainPayload, nil, nil},
+		{"valid go drops nothing", goPayload, nil, nil},
+		{"empty optional values are absent, not dropped", func() Payload {
+			p := mainPayload()
+			p.Contact.Middlename, p.Contact.Email = "", ""
+			return p
+		}, nil, nil},
+		{"blank middlename", func() Payload {
+			p := mainPayload()
+			p.Contact.Middlename = " \t"
+			return p
+		}, []string{"contact.middlename"}, func(p *Payload) string { return p.Contact.Middlename }},
+		{"malformed e-mails of a main link", func() Payload {
+			p := mainPayload()
+			p.EmployeeEmail, p.Contact.Email = "asa at clinic", "jon@"
+			return p
+		}, []string{"employeeEmail", "contact.email"}, func(p *Payload) string { return p.EmployeeEmail + p.Contact.Email }},
+		{"every kind of malformed optional value", func() Payload {
+			p := mainPayload()
+			p.EmployeeUsername = strings.Repeat("u", MaxIDLength+1)
+			p.CaseID = "case\x00"
+			p.Contact.Birthdate = "29.02.1980"
+			p.Contact.SSN = " "
+			p.Contact.Gender = "f\u2028"
+			p.Contact.Mobile = "+47\r\n1"
+			p.Contact.Diagnosis = strings.Repeat("d", MaxShortLength+1)
+			return p
+		}, []string{"employeeUsername", "caseId", "contact.birthdate", "contact.ssn", "contact.gender", "contact.mobile", "contact.diagnosis"},
+			func(p *Payload) string {
+				c := p.Contact
+				return p.EmployeeUsername + p.CaseID + c.Birthdate + c.SSN + c.Gender + c.Mobile + c.Diagnosis
+			}},
+		{"required fields are never dropped", func() Payload {
+			p := mainPayload()
+			p.EmployeeFirstname, p.Contact.ID = " ", "c\x00"
+			return p
+		}, nil, func(p *Payload) string { return "" }},
+		{"contact email is required in a go link, not dropped", func() Payload {
+			p := goPayload()
+			p.Contact.Email = "no address"
+			return p
+		}, nil, nil},
+		{"extra user data of a go link", func() Payload {
+			p := goPayload()
+			p.EmployeeEmail = "no address"
+			return p
+		}, []string{"employeeEmail"}, func(p *Payload) string { return p.EmployeeEmail }},
+		{"no contact", func() Payload {
+			p := goPayload()
+			p.Contact = nil
+			return p
+		}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.payload()
+			kind := p.Kind()
+			got := p.DropMalformed()
+			var names []string
+			for _, f := range got {
+				names = append(names, f.Field)
+				if f.Reason == "" {
+					t.Errorf("DropMalformed() dropped %s without a reason", f.Field)
+				}
+			}
+			if !reflect.DeepEqual(names, tt.dropped) {
+				t.Errorf("DropMalformed() = %q, want %q", names, tt.dropped)
+			}
+			if tt.after != nil && len(tt.dropped) > 0 {
+				if left := tt.after(&p); left != "" {
+					t.Errorf("after DropMalformed() the dropped fields hold %q, want them empty", left)
+				}
+			}
+			if p.Kind() != kind {
+				t.Errorf("DropMalformed() changed the kind from %s to %s", kind, p.Kind())
+			}
+			if len(tt.dropped) > 0 {
+				if again := p.DropMalformed(); again != nil {
+					t.Errorf("DropMalformed() twice = %v, want nil the second time", again)
+				}
+			}
+		})
+	}
+}
+
+func TestDropMalformedThenValidate(t *testing.T) {
+	p := mainPayload()
+	p.EmployeeEmail, p.Contact.Email, p.Contact.Middlename = "x", "y", "   "
+	if _, err := p.Validate(); err == nil {
+		t.Fatal("Validate() before DropMalformed = nil, want the optional fields refused")
+	}
+	p.DropMalformed()
+	if kind, err := p.Validate(); err != nil || kind != KindMain {
+		t.Errorf("Validate() after DropMalformed = %q, %v, want main, nil", kind, err)
+	}
+	if p.EmployeeID != "emp-1" || p.Contact.Firstname != "Jon" {
+		t.Errorf("DropMalformed() touched a valid field: %+v", p)
+	}
+}
+
+func TestWithoutFields(t *testing.T) {
+	in := `{"iss":"a","employeeEmail":"x","contact":{"id":"c","email":"y","middlename":" "},"caseId":"k","extra":{"email":"keep"}}`
+	got, err := WithoutFields([]byte(in), []string{"employeeEmail", "contact.email", "contact.middlename"})
+	if err != nil {
+		t.Fatalf("WithoutFields = %v", err)
+	}
+	want := `{"iss":"a","contact":{"id":"c"},"caseId":"k","extra":{"email":"keep"}}`
+	if string(got) != want {
+		t.Errorf("WithoutFields = %s, want %s", got, want)
+	}
+	if got, err := WithoutFields([]byte(in), nil); err != nil || string(got) != in {
+		t.Errorf("WithoutFields(nothing) = %s, %v, want the claims unchanged", got, err)
+	}
+	if _, err := WithoutFields([]byte(`[1]`), []string{"caseId"}); err == nil {
+		t.Error("WithoutFields(array) = nil error, want one")
 	}
 }
 
