@@ -286,22 +286,25 @@ func (v *Verifier) checkNonce(nonce string) error {
 	return nil
 }
 
-// checkPayload checks the link kind against the partner's kinds (kind_not_allowed) and
-// then the payload against its table in the spec (payload_invalid with the fields).
-func (v *Verifier) checkPayload(c *claims) (linkspec.Kind, error) {
+// checkPayload checks the link kind against the partner's kinds (kind_not_allowed), drops
+// the malformed optional fields (linkspec's Payload.DropMalformed) and then checks the
+// payload against its table in the spec (payload_invalid with the fields). It returns the
+// dropped fields, nil when none.
+func (v *Verifier) checkPayload(c *claims) (linkspec.Kind, []linkspec.FieldError, error) {
 	kind := c.Payload.Kind()
 	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
-		return "", &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
+		return "", nil, &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
 	}
+	dropped := c.Payload.DropMalformed()
 	if _, err := c.Payload.Validate(v.rules.Kinds...); err != nil {
 		e := &Error{Code: CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {
 			e.Fields = perr.Fields
 		}
-		return "", e
+		return "", nil, e
 	}
-	return kind, nil
+	return kind, dropped, nil
 }
 
 func containsKind(kinds []linkspec.Kind, k linkspec.Kind) bool {

@@ -26,7 +26,7 @@ type Code string
 // Rejection codes of the token rules, cheapest check first.
 const (
 	CodeTokenMalformed      Code = "token_malformed"       // not a compact JWS of base64url JSON
-	CodeHeaderInvalid       Code = "header_invalid"        // typ not JWT, crit/b64/jku/jwk/x5u/x5c present
+	CodeHeaderInvalid       Code = "header_invalid"        // typ not JWT, crit/b64/cty/jku/jwk/x5u/enc/zip present, a malformed x5c/x5t hint
 	CodeAlgorithmNotAllowed Code = "algorithm_not_allowed" // alg outside the partner's set
 	CodeKeyIDMissing        Code = "key_id_missing"        // no kid
 	CodeKeyUnknown          Code = "key_unknown"           // kid not in the partner's key set
@@ -114,7 +114,13 @@ type Token struct {
 	Expiry    time.Time
 	Nonce     string
 	Kind      linkspec.Kind
-	Payload   linkspec.Payload
-	// Claims is the token's payload segment, base64url JSON, exactly as signed.
+	// Payload is the verified payload, without the Dropped fields.
+	Payload linkspec.Payload
+	// Dropped lists the optional payload fields whose values were malformed or blank and
+	// were dropped rather than refused (linkspec's Payload.DropMalformed), with the reason;
+	// nil when none. It names fields, never values.
+	Dropped []linkspec.FieldError
+	// Claims is the token's payload segment, base64url JSON, exactly as signed; when
+	// fields were dropped, the claim set without them (linkspec.WithoutFields), re-encoded.
 	Claims string
 }

@@ -193,6 +193,9 @@ func (v *Verifier) Verify(ctx context.Context, token []byte, keys KeySource) (*T
 	if err := checkNoForbiddenMembers(h); err != nil {
 		return nil, err
 	}
+	if err := checkKeyHints(h); err != nil {
+		return nil, err
+	}
 	key, err := lookupKey(ctx, keys, h.Kid)
 	if err != nil {
 		return nil, err
@@ -227,9 +230,24 @@ func (v *Verifier) Verify(ctx context.Context, token []byte, keys KeySource) (*T
 	if err := v.checkNonce(c.Nonce); err != nil {
 		return nil, err
 	}
-	kind, err := v.checkPayload(c)
+	kind, dropped, err := v.checkPayload(c)
 	if err != nil {
 		return nil, err
+	}
+	claimsB64 := string(seg.payloadB64)
+	if dropped != nil {
+		// Not forwarded means not inside the claims either: the upstream reads the payload
+		// from them. Rare (a partner's malformed optional value), so the cost of re-encoding
+		// is paid only then.
+		paths := make([]string, len(dropped))
+		for i, f := range dropped {
+			paths[i] = f.Field
+		}
+		stripped, err := linkspec.WithoutFields(seg.payload, paths)
+		if err != nil {
+			return nil, &Error{Code: CodeClaimsInvalid, Detail: "the claims could not be re-encoded without the dropped fields", Err: err}
+		}
+		claimsB64 = base64.RawURLEncoding.EncodeToString(stripped)
 	}
 	return &Token{
 		Alg:       algNames[alg],
@@ -240,7 +258,8 @@ func (v *Verifier) Verify(ctx context.Context, token []byte, keys KeySource) (*T
 		Nonce:     c.Nonce,
 		Kind:      kind,
 		Payload:   c.Payload,
-		Claims:    string(seg.payloadB64),
+		Dropped:   dropped,
+		Claims:    claimsB64,
 	}, nil
 }
 
@@ -334,7 +353,9 @@ func decodeSegment(dst, src []byte) ([]byte, error) {
 }
 
 // header is the JOSE header. The members the gateway refuses are kept raw, only to see
-// whether they are present: their values are never read, let alone fetched.
+// whether they are present: their values are never read, let alone fetched. The
+// certificate hints (x5c, x5t, x5t#S256) are kept raw too, only to check their JSON types:
+// a certificate is never decoded, and no key is ever taken from one.
 type header struct {
 	Typ string `json:"typ"`
 	Alg string `json:"alg"`
@@ -426,17 +447,57 @@ func checkKeyID(kid string) error {
 	return nil
 }
 
-// checkNoForbiddenMembers refuses headers that bring their own key or key location (jku,
-// jwk, x5u, x5c, x5t: RFC 8725 §3.10, the key comes from the partner's set only), that
-// extend the rules (crit, RFC 7515 §4.1.11; b64, RFC 7797), that nest a token (cty, RFC
-// 7519 §5.2; RFC 8725 §2.8) or that belong to a JWE (enc, zip).
+// checkNoForbiddenMembers refuses headers that bring their own key location or key (jku,
+// x5u, jwk: RFC 8725 §3.10, the key comes from the partner's set only), that extend the
+// rules (crit, RFC 7515 §4.1.11; b64, RFC 7797), that nest a token or declare other content
+// (cty, RFC 7519 §5.2; RFC 8725 §2.8) or that belong to a JWE (enc, zip).
 func checkNoForbiddenMembers(h *header) error {
-	for _, m := range [...]jsontext.Value{h.Jku, h.Jwk, h.X5u, h.X5c, h.X5t, h.X5tS256, h.Crit, h.B64, h.Cty, h.Enc, h.Zip} {
+	for _, m := range [...]jsontext.Value{h.Jku, h.Jwk, h.X5u, h.Crit, h.B64, h.Cty, h.Enc, h.Zip} {
 		if m != nil {
-			return &Error{Code: CodeHeaderInvalid, Detail: "the header has a member that is not accepted (jku, jwk, x5u, x5c, x5t, crit, b64, cty, enc or zip)"}
+			return &Error{Code: CodeHeaderInvalid, Detail: "the header has a member that is not accepted (jku, jwk, x5u, crit, b64, cty, enc or zip)"}
 		}
 	}
 	return nil
+}
+
+// checkKeyHints accepts the certificate hints that established JWT libraries put beside kid
+// (Microsoft's .NET libraries x5t, and x5c with some credentials; nimbus-jose-jwt
+// x5t#S256) and ignores them: the key is still looked up by kid in the partner's set only
+// (RFC 8725 §3.10), so a hint naming another key or carrying another key's certificate
+// changes nothing, and a token signed by that other key fails its signature. Only their
+// JSON types are checked, as RFC 7515 §4.1.6 to §4.1.8 define them (x5t and x5t#S256
+// strings, x5c a non-empty array of strings): a malformed hint is a broken header, and a
+// library that writes one will write other things wrongly.
+func checkKeyHints(h *header) error {
+	for _, m := range [...]jsontext.Value{h.X5t, h.X5tS256} {
+		if m != nil && m.Kind() != '"' {
+			return &Error{Code: CodeHeaderInvalid, Detail: "the header member x5t or x5t#S256 is not a string"}
+		}
+	}
+	if h.X5c != nil && !isStringArray(h.X5c) {
+		return &Error{Code: CodeHeaderInvalid, Detail: "the header member x5c is not a non-empty array of strings"}
+	}
+	return nil
+}
+
+// isStringArray reports whether v (valid JSON, from the decoder) is a non-empty array of
+// strings.
+func isStringArray(v jsontext.Value) bool {
+	if v.Kind() != '[' {
+		return false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	if _, err := dec.ReadToken(); err != nil {
+		return false
+	}
+	n := 0
+	for dec.PeekKind() == '"' {
+		if _, err := dec.ReadToken(); err != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0 && dec.PeekKind() == ']'
 }
 
 // lookupKey takes the key by kid from the partner's key source only (spec: Authentication,

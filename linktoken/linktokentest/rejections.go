@@ -197,7 +197,10 @@ func headerCases() []Rejection {
 		}, Want: linktoken.CodeSignatureInvalid},
 		{Name: "PS256 header, RS256 signature", Token: withHeader(headerJSON(linktoken.PS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: linktoken.CodeSignatureInvalid},
 	}
-	for _, m := range []string{"jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "cty", "enc", "zip"} {
+	// Members that change how the token is processed or where its key comes from: refused
+	// whatever their value. (x5c, x5t and x5t#S256 are accepted hints, see Acceptances;
+	// only their malformed values are below.)
+	for _, m := range []string{"jku", "jwk", "x5u", "crit", "b64", "cty", "enc", "zip"} {
 		for _, val := range []string{`"x"`, `null`} {
 			cases = append(cases, Rejection{
 				Name:  "member " + m + " " + val,
@@ -206,6 +209,18 @@ func headerCases() []Rejection {
 			})
 		}
 	}
+	// Malformed certificate hints (RFC 7515 §4.1.6 to §4.1.8): a broken header.
+	for _, hint := range []struct{ member, val string }{
+		{"x5t", `null`}, {"x5t", `1`}, {"x5t", `["x"]`},
+		{"x5t#S256", `null`}, {"x5t#S256", `{}`},
+		{"x5c", `null`}, {"x5c", `"MIIB"`}, {"x5c", `[]`}, {"x5c", `[1]`}, {"x5c", `["MIIB",null]`},
+	} {
+		cases = append(cases, Rejection{
+			Name:  "malformed hint " + hint.member + " " + hint.val,
+			Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","`+hint.member+`":`+hint.val+`}`, linktoken.RS256, "rsa-1"),
+			Want:  linktoken.CodeHeaderInvalid,
+		})
+	}
 	cases = append(cases,
 		Rejection{Name: "embedded attacker jwk", Token: func(tb testing.TB) string {
 			k := keys(tb)
@@ -213,6 +228,23 @@ func headerCases() []Rejection {
 			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","jwk":`+string(j)+`}`, claims(tb), linktoken.RS256, "rsa-rs")
 		}, Want: linktoken.CodeHeaderInvalid},
 		Rejection{Name: "nested JWT cty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","cty":"JWT"}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
+		Rejection{Name: "jku beside accepted hints", Token: func(tb testing.TB) string {
+			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","x5t":"`+CertHints(tb, keys(tb).RSA).X5t+`","jku":"https://evil.example/jwks.json"}`, claims(tb), linktoken.RS256, "rsa-1")
+		}, Want: linktoken.CodeHeaderInvalid, Secrets: []string{"evil"}},
+		// The hints never choose the key: a token that carries the certificate of another
+		// key (and its thumbprints) and is signed by that key is verified with the
+		// partner's key of its kid, and fails.
+		Rejection{Name: "x5c of another key, signed by it", Token: func(tb testing.TB) string {
+			other := AttackerKey(tb)
+			hints := CertHints(tb, other)
+			h := `{"alg":"RS256","typ":"JWT","kid":"rsa-1","x5c":["` + hints.X5c + `"],"x5t":"` + hints.X5t + `","x5t#S256":"` + hints.X5tS256 + `"}`
+			return signRaw(tb, h, claims(tb), linktoken.RS256, other)
+		}, Want: linktoken.CodeSignatureInvalid},
+		Rejection{Name: "x5c of another key, signed by it, kid unknown", Token: func(tb testing.TB) string {
+			other := AttackerKey(tb)
+			h := `{"alg":"RS256","typ":"JWT","kid":"attacker","x5c":["` + CertHints(tb, other).X5c + `"]}`
+			return signRaw(tb, h, claims(tb), linktoken.RS256, other)
+		}, Want: linktoken.CodeKeyUnknown},
 		Rejection{Name: "crit with b64 false", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","b64":false,"crit":["b64"]}`, linktoken.RS256, "rsa-1"), Want: linktoken.CodeHeaderInvalid},
 	)
 	return cases
@@ -420,9 +452,28 @@ func claimCases() []Rejection {
 		{Name: "go link to a main-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindMain}},
 			Token: func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", GoClaims()) }, Want: linktoken.CodeKindNotAllowed},
 		{Name: "organizationId missing", Token: with(func(c map[string]any) { delete(c, "organizationId") }), Want: linktoken.CodePayloadInvalid, Field: "organizationId"},
-		{Name: "birthdate not a date", Token: with(func(c map[string]any) {
-			c["contact"].(map[string]any)["birthdate"] = "1981-02-29"
-		}), Want: linktoken.CodePayloadInvalid, Field: "contact.birthdate"},
+		// A malformed optional value (birthdate "1981-02-29" among them) is dropped, not
+		// refused: see Acceptances. Required fields stay strict.
+		{Name: "required contact.firstname blank", Token: with(func(c map[string]any) {
+			c["contact"].(map[string]any)["firstname"] = "   "
+		}), Want: linktoken.CodePayloadInvalid, Field: "contact.firstname"},
+		{Name: "go link with a malformed contact email (required there)", Token: func(tb testing.TB) string {
+			c := GoClaims()
+			c["contact"].(map[string]any)["email"] = "ola at example.org"
+			return Token(tb, linktoken.ES256, "ec-1", c)
+		}, Want: linktoken.CodePayloadInvalid, Field: "contact.email"},
+		// A main-client link that lost employeeId is a broken main link, not a Go link.
+		{Name: "main link without employeeId", Token: with(func(c map[string]any) { delete(c, "employeeId") }),
+			Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
+		{Name: "main link with only employeeLastname", Token: func(tb testing.TB) string {
+			c := GoClaims()
+			c["employeeLastname"] = "Ødegård"
+			return Token(tb, linktoken.ES256, "ec-1", c)
+		}, Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
+		{Name: "main link with a blank employeeId", Token: with(func(c map[string]any) { c["employeeId"] = " " }),
+			Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
+		{Name: "main link without employeeId to a go-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindGo}},
+			Token: with(func(c map[string]any) { delete(c, "employeeId") }), Want: linktoken.CodeKindNotAllowed},
 		{Name: "contact missing", Token: with(func(c map[string]any) { delete(c, "contact") }), Want: linktoken.CodePayloadInvalid, Field: "contact"},
 		{Name: "control character in a name", Token: with(func(c map[string]any) { c["employeeFirstname"] = "Åse\r\nX-Evil: 1" }), Want: linktoken.CodePayloadInvalid, Field: "employeeFirstname"},
 		{Name: "go link without contact email", Token: func(tb testing.TB) string {
