@@ -15,6 +15,15 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # wrk drives the load benchmark (scripts/loadbench.sh); bench/wrk's tests run its script.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+# The app service's store tests start their own throwaway PostgreSQL cluster
+# (internal/pgtest) from the server programs, which Debian keeps off PATH.
+pg_bin() {
+	local d
+	for d in "$(dirname "$(command -v initdb || echo /nonexistent/initdb)")" $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+		if [ -x "$d/initdb" ] && [ -x "$d/postgres" ]; then echo "$d"; return; fi
+	done
+}
+[ -n "$(pg_bin)" ] || need_apt+=(postgresql)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
 	sudo=""
@@ -38,4 +47,4 @@ fi
 if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
 	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), node $(node --version), $(chromium --version 2>/dev/null | head -1)"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1)"
