@@ -51,6 +51,10 @@ type Report struct {
 	Detail   string
 	Fields   []linkspec.FieldError
 	Kind     linkspec.Kind
+	// Dropped lists the optional payload fields the gateway drops because their values
+	// are malformed or blank, with the reason (an accepted token only): the link works,
+	// but the service does not get those values.
+	Dropped []linkspec.FieldError
 	// KeySetError is set when the gateway would refuse the key set itself; no token can
 	// then be accepted (keys_unavailable at the gateway).
 	KeySetError string
@@ -99,6 +103,7 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 	}
 	r.Accepted = true
 	r.Kind = tok.Kind
+	r.Dropped = tok.Dropped
 	return r
 }
 
@@ -146,7 +151,34 @@ type header struct {
 
 // forbiddenMembers are the header members the gateway refuses (RFC 8725 §3.10, RFC 7515
 // §4.1.11, RFC 7797, RFC 7519 §5.2, and the JWE members).
-var forbiddenMembers = []string{"jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "cty", "enc", "zip"}
+var forbiddenMembers = []string{"jku", "jwk", "x5u", "crit", "b64", "cty", "enc", "zip"}
+
+// keyHints are the certificate hints the gateway accepts and ignores, with the JSON kind
+// each must have (RFC 7515 §4.1.6 to §4.1.8): x5c an array (of strings, at least one).
+var keyHints = []struct {
+	name string
+	kind jsontext.Kind
+}{{"x5c", '['}, {"x5t", '"'}, {"x5t#S256", '"'}}
+
+// hintWellFormed applies linktoken's type rule to a hint's raw value.
+func hintWellFormed(v jsontext.Value, kind jsontext.Kind) bool {
+	if v.Kind() != kind {
+		return false
+	}
+	if kind != '[' {
+		return true
+	}
+	var list []jsontext.Value
+	if jsonv2.Unmarshal(v, &list) != nil || len(list) == 0 {
+		return false
+	}
+	for _, m := range list {
+		if m.Kind() != '"' {
+			return false
+		}
+	}
+	return true
+}
 
 func (e *explainer) run(token string) {
 	segs, framing := split(token)
@@ -184,7 +216,28 @@ func (e *explainer) run(token string) {
 	if len(present) > 0 {
 		d = "present: " + strings.Join(present, ", ")
 	}
-	e.step("header has none of jku, jwk, x5u, x5c, x5t, x5t#S256, crit, b64, cty, enc, zip", linktoken.CodeHeaderInvalid, len(present) == 0, d)
+	e.step("header has none of jku, jwk, x5u, crit, b64, cty, enc, zip", linktoken.CodeHeaderInvalid, len(present) == 0, d)
+
+	var hints, bad []string
+	for _, hint := range keyHints {
+		v, ok := h.Other[hint.name]
+		if !ok {
+			continue
+		}
+		hints = append(hints, hint.name)
+		if !hintWellFormed(v, hint.kind) {
+			bad = append(bad, hint.name)
+		}
+	}
+	d = "none present"
+	switch {
+	case len(bad) > 0:
+		d = "malformed: " + strings.Join(bad, ", ")
+	case len(hints) > 0:
+		d = "present, ignored: " + strings.Join(hints, ", ") + " (the key is the key set's key of the kid, whatever they name)"
+	}
+	e.step("certificate hints, where present, are well formed and only hints: x5t and x5t#S256 strings, x5c a non-empty array of strings; no key is taken from them",
+		linktoken.CodeHeaderInvalid, len(bad) == 0, d)
 
 	e.key(alg, kid, segs)
 
@@ -497,8 +550,21 @@ func (e *explainer) claims(payload []byte) {
 	if len(e.rules.Kinds) > 0 {
 		kinds = fmt.Sprint(e.rules.Kinds)
 	}
-	e.step("the link kind is one the partner may send ("+kinds+")", linktoken.CodeKindNotAllowed,
-		len(e.rules.Kinds) == 0 || slices.Contains(e.rules.Kinds, kind), "a "+string(kind)+" link")
+	e.step("the link kind is one the partner may send ("+kinds+"); a link is main when it carries employeeId, employeeFirstname or employeeLastname, go otherwise",
+		linktoken.CodeKindNotAllowed, len(e.rules.Kinds) == 0 || slices.Contains(e.rules.Kinds, kind), kindReason(p, kind))
+	dropped := p.DropMalformed()
+	d = "none dropped"
+	if len(dropped) > 0 {
+		names := make([]string, len(dropped))
+		for i, f := range dropped {
+			names[i] = f.Field
+		}
+		d = "dropped, not forwarded: " + strings.Join(names, ", ")
+	}
+	e.step("optional fields whose values are malformed or blank are dropped (not forwarded, not stored), not refused", "", true, d)
+	if len(dropped) > 0 && !e.broken {
+		e.report.Steps[len(e.report.Steps)-1].Fields = dropped
+	}
 	ok := true
 	d, fields = "", nil
 	if _, err := p.Validate(e.rules.Kinds...); err != nil {
@@ -519,6 +585,24 @@ func (e *explainer) claims(payload []byte) {
 		Outcome: Offline,
 		Detail:  "only the gateway's nonce store knows: each token is accepted once",
 	})
+}
+
+// kindReason says why the payload is of its kind, naming the fields that decided it.
+func kindReason(p *linkspec.Payload, kind linkspec.Kind) string {
+	if kind == linkspec.KindGo {
+		extra := ""
+		if p.EmployeeUsername != "" || p.EmployeeEmail != "" {
+			extra = "; its employeeUsername or employeeEmail is extra user data"
+		}
+		return "a go link: no employeeId, employeeFirstname or employeeLastname" + extra
+	}
+	var has []string
+	for _, f := range []struct{ name, v string }{{"employeeId", p.EmployeeID}, {"employeeFirstname", p.EmployeeFirstname}, {"employeeLastname", p.EmployeeLastname}} {
+		if f.v != "" {
+			has = append(has, f.name)
+		}
+	}
+	return "a main link: it carries " + strings.Join(has, ", ")
 }
 
 // clip bounds token text shown in a detail: a partner debugging its signer sees what it

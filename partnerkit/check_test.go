@@ -3,6 +3,7 @@ package partnerkit
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,9 +82,47 @@ func brokenTokens() []brokenToken {
 		}},
 		{"payload field a number", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { c["employeeId"] = 7 })},
 		{"payload invalid", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeFirstname") })},
-		{"birthdate not a date", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) {
+		{"birthdate not a date (optional: dropped)", "", with("ES256", func(h, c map[string]any) {
 			c["contact"].(map[string]any)["birthdate"] = "1981-02-29"
 		})},
+		{"main link without employeeId", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeId") })},
+		{"x5t hint", "", with("RS256", func(h, c map[string]any) { h["x5t"] = "bm90LWEtdGh1bWJwcmludA" })},
+	}
+}
+
+// TestCheckOnGatewayAcceptances runs the verifier's accepted cases (linktokentest) through
+// Check: accepted as the gateway accepts them, no step failed, the kind and the dropped
+// fields reported, and the explanation names what was dropped and why the kind is what
+// it is.
+func TestCheckOnGatewayAcceptances(t *testing.T) {
+	jwks := linktokentest.KeySetJSON(t)
+	for _, tc := range linktokentest.Acceptances() {
+		t.Run(tc.Name, func(t *testing.T) {
+			r := Check(context.Background(), tc.Token(t), jwks, tc.Rules, tc.Now)
+			if !r.Accepted || r.Kind != tc.Kind {
+				t.Fatalf("Check(%s) = accepted %v kind %q (%s %s), want accepted %q", tc.Name, r.Accepted, r.Kind, r.Code, r.Detail, tc.Kind)
+			}
+			if f := firstFailure(r); f != nil {
+				t.Errorf("Check(%s) accepted, but step %q failed: %s", tc.Name, f.Rule, f.Detail)
+			}
+			var dropped, explained []string
+			for _, f := range r.Dropped {
+				dropped = append(dropped, f.Field)
+			}
+			for _, s := range r.Steps {
+				if strings.HasPrefix(s.Rule, "optional fields") {
+					for _, f := range s.Fields {
+						explained = append(explained, f.Field)
+					}
+				}
+				if strings.HasPrefix(s.Rule, "the link kind") && !strings.HasPrefix(s.Detail, "a "+string(tc.Kind)+" link: ") {
+					t.Errorf("Check(%s) kind step detail = %q, want it to say why it is a %s link", tc.Name, s.Detail, tc.Kind)
+				}
+			}
+			if !reflect.DeepEqual(dropped, tc.Dropped) || !reflect.DeepEqual(explained, tc.Dropped) {
+				t.Errorf("Check(%s) Dropped = %q, explained %q, want %q", tc.Name, dropped, explained, tc.Dropped)
+			}
+		})
 	}
 }
 
