@@ -106,6 +106,7 @@ func printReport(e env, r *partnerkit.Report) {
 	}
 	if r.Accepted {
 		fmt.Fprintf(w, "verdict: accepted (a %s link), unless the gateway has seen its nonce before\n", r.Kind)
+		printDropped(w, r.Dropped)
 		return
 	}
 	code := string(r.Code)
@@ -118,6 +119,18 @@ func printReport(e env, r *partnerkit.Report) {
 	}
 	fmt.Fprintln(w)
 	for _, f := range r.Fields {
+		fmt.Fprintf(w, "  %s: %s\n", f.Field, f.Reason)
+	}
+}
+
+// printDropped lists the optional fields the gateway drops from an accepted link: the link
+// works, but the service never sees those values, so the partner should fix them.
+func printDropped(w io.Writer, dropped []linkspec.FieldError) {
+	if len(dropped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "dropped optional fields (the gateway accepts the link without them; fix them to have them used):")
+	for _, f := range dropped {
 		fmt.Fprintf(w, "  %s: %s\n", f.Field, f.Reason)
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jws"
+
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/partnerkit"
@@ -456,6 +459,59 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckSaysWhichOptionalFieldsAreDropped: a token (signed by a partner's own library,
+// not the kit, whose signer refuses malformed values) with a malformed optional e-mail
+// and a blank middle name is accepted, and check names both fields and why, never the
+// values; a Go link carrying employeeEmail is a go link.
+func TestCheckSaysWhichOptionalFieldsAreDropped(t *testing.T) {
+	dir := keygen(t, "ES256", "k")
+	pemData, err := os.ReadFile(filepath.Join(dir, "private.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := partnerkit.ParsePrivateKey(pemData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(claims map[string]any) string {
+		t.Helper()
+		nbf := testNow.Unix()
+		for k, v := range map[string]any{"iss": iss, "aud": aud, "nbf": nbf, "iat": nbf, "exp": nbf + 120, "nonce": "n-0123456789abcdef0123"} {
+			claims[k] = v
+		}
+		body, _ := json.Marshal(claims)
+		hdrs := jws.NewHeaders()
+		_ = hdrs.Set(jws.KeyIDKey, "k")
+		_ = hdrs.Set(jws.TypeKey, "JWT")
+		tok, err := jws.Sign(body, jws.WithKey(jwa.ES256, key, jws.WithProtectedHeaders(hdrs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(tok)
+	}
+	contact := map[string]any{"id": "c-1", "firstname": "Åsa", "lastname": "Lind", "middlename": "   ", "email": "asa at example"}
+	mainTok := sign(map[string]any{"employeeId": "emp-1", "employeeFirstname": "Eva", "employeeLastname": "Berg",
+		"organizationName": "Acme", "organizationId": "org-1", "contact": contact})
+	r := partnerlink(t, "", "check", mainTok, "--jwks", filepath.Join(dir, "jwks.json"), "--iss", iss, "--aud", aud)
+	for _, w := range []string{"verdict: accepted (a main link)", "dropped optional fields",
+		"  contact.middlename: blank", "  contact.email: not an e-mail address", "a main link: it carries employeeId"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("check output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if r.code != 0 || strings.Contains(r.stdout, "asa at example") {
+		t.Errorf("check = %d, want 0 and no dropped value in the output:\n%s", r.code, r.stdout)
+	}
+
+	contact["email"], contact["middlename"] = "asa@example.org", ""
+	goTok := sign(map[string]any{"employeeEmail": "eva@acme.example", "organizationName": "Acme", "organizationId": "org-1", "contact": contact})
+	r = partnerlink(t, "", "check", goTok, "--jwks", filepath.Join(dir, "jwks.json"), "--iss", iss, "--aud", aud)
+	if r.code != 0 || !strings.Contains(r.stdout, "verdict: accepted (a go link)") || strings.Contains(r.stdout, "dropped optional fields") ||
+		!strings.Contains(r.stdout, "employeeEmail is extra user data") {
+		t.Errorf("check of a go link with employeeEmail = %d:\n%s", r.code, r.stdout)
 	}
 }
 
