@@ -16,11 +16,24 @@ import (
 )
 
 // Cookie names. The session cookie holds a random token whose hash keys the server-side
-// session; the CSRF cookie holds the random half of the signed double-submit token.
+// session; the CSRF cookie holds a server-minted value bound to the session (csrfToken).
+// Over HTTPS both carry the __Host- prefix, which browsers accept only from a secure page
+// of this very host, without Domain and with Path=/: a sibling subdomain or a plain-HTTP
+// answer cannot plant or overwrite them.
 const (
 	sessionCookie = "pg_session"
 	csrfCookie    = "pg_csrf"
+	hostPrefix    = "__Host-"
 )
+
+// cookieName is name as this request's scheme uses it: __Host-name over HTTPS, name over
+// plain HTTP (the localhost demo, where browsers refuse __Host- cookies).
+func (h *Handler) cookieName(r *http.Request, name string) string {
+	if h.https(r) {
+		return hostPrefix + name
+	}
+	return name
+}
 
 // setCookie sets an HttpOnly cookie for the whole site. Over HTTPS it is Secure,
 // SameSite=None and Partitioned, because a partner may show the application in an iframe
@@ -33,7 +46,7 @@ const (
 // the forms. A deletion (maxAge < 0) carries the same attributes: a partitioned cookie is
 // only replaced by a partitioned one.
 func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, MaxAge: maxAge}
+	c := &http.Cookie{Name: h.cookieName(r, name), Value: value, Path: "/", HttpOnly: true, MaxAge: maxAge}
 	if h.https(r) {
 		c.Secure, c.SameSite, c.Partitioned = true, http.SameSiteNoneMode, true
 	} else {
@@ -42,8 +55,10 @@ func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value 
 	http.SetCookie(w, c)
 }
 
-func cookieValue(r *http.Request, name string) string {
-	if c, err := r.Cookie(name); err == nil {
+// cookie returns the value of the request's cookie name (prefixed as cookieName says; over
+// HTTPS an unprefixed one is ignored), or "".
+func (h *Handler) cookie(r *http.Request, name string) string {
+	if c, err := r.Cookie(h.cookieName(r, name)); err == nil {
 		return c.Value
 	}
 	return ""
@@ -51,7 +66,7 @@ func cookieValue(r *http.Request, name string) string {
 
 // session returns the request's session, or nil.
 func (h *Handler) session(r *http.Request) *store.Session {
-	tok := cookieValue(r, sessionCookie)
+	tok := h.cookie(r, sessionCookie)
 	if tok == "" {
 		return nil
 	}
@@ -90,7 +105,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, p)
 		return
 	}
-	if old := cookieValue(r, sessionCookie); old != "" {
+	if old := h.cookie(r, sessionCookie); old != "" {
 		if err := h.cfg.Store.DeleteSession(r.Context(), old); err != nil {
 			h.log.Error("ending previous session failed", "error", err.Error())
 		}
@@ -167,7 +182,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.signinError(w, r, http.StatusServiceUnavailable, login, "Sign-in is busy right now. Try again in a few seconds.")
 		return
 	}
-	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), cookieValue(r, sessionCookie))
+	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), h.cookie(r, sessionCookie))
 	h.signIns.release()
 	if err != nil {
 		status, msg := http.StatusUnauthorized, "Wrong username or password."
@@ -218,7 +233,7 @@ func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accept := r.PostFormValue("action") == "link"
-	linked, err := h.cfg.Store.ConfirmLink(r.Context(), cookieValue(r, sessionCookie), accept)
+	linked, err := h.cfg.Store.ConfirmLink(r.Context(), h.cookie(r, sessionCookie), accept)
 	switch {
 	case errors.Is(err, store.ErrNoSession):
 		// Settled already (a second click) or signed out: the landing page says where.
@@ -256,7 +271,7 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the page and try again."))
 		return
 	}
-	if tok := cookieValue(r, sessionCookie); tok != "" {
+	if tok := h.cookie(r, sessionCookie); tok != "" {
 		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
 			h.log.Error("signing out failed", "error", err.Error())
 			h.fail(w, problem{}.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment."))
@@ -301,36 +316,61 @@ func (h *Handler) goPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "go", pageData{Session: s, CSRF: h.csrfToken(w, r)})
 }
 
-// csrfToken returns the form token for this browser, setting the CSRF cookie when it is
-// missing. The token is an HMAC of the cookie's random value under a server key (signed
-// double submit): a site that cannot read the cookie cannot make the token, and a cookie
-// planted by a sibling subdomain does not help without the key.
+// csrfToken returns the form token for this browser, setting a new CSRF cookie when the
+// one it has is not valid for its current session. The cookie is minted by the server only:
+// random || HMAC(key, random || binding), where the binding is the hash of the browser's
+// session cookie, or "anon" without one. The form field is an HMAC of the cookie (signed
+// double submit): a site that cannot read the cookie cannot make the field. A value
+// planted by someone who can set cookies (a sibling subdomain, a plain-HTTP answer) fails
+// the cookie's own HMAC unless the server minted it, and one minted for the planter's
+// session or for no session fails the binding to the victim's session.
 func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	v := cookieValue(r, csrfCookie)
-	if len(v) < 32 {
-		b := make([]byte, 32)
-		rand.Read(b)
-		v = base64.RawURLEncoding.EncodeToString(b)
+	v := h.cookie(r, csrfCookie)
+	if !h.validCSRFCookie(v, h.csrfBinding(r)) {
+		v = h.mintCSRFCookie(h.csrfBinding(r))
 		h.setCookie(w, r, csrfCookie, v, 0)
 	}
-	return h.csrfMAC(v)
+	return h.csrfMAC("field", v)
 }
 
-func (h *Handler) csrfMAC(cookie string) string {
+// csrfBinding names what the request's CSRF cookie must be bound to.
+func (h *Handler) csrfBinding(r *http.Request) string {
+	if tok := h.cookie(r, sessionCookie); tok != "" {
+		sum := sha256.Sum256([]byte(tok))
+		return "session:" + base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	return "anon"
+}
+
+func (h *Handler) mintCSRFCookie(binding string) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	random := base64.RawURLEncoding.EncodeToString(b)
+	return random + "." + h.csrfMAC("cookie", random+"\x00"+binding)
+}
+
+func (h *Handler) validCSRFCookie(v, binding string) bool {
+	random, mac, ok := strings.Cut(v, ".")
+	return ok && len(random) == 43 && hmac.Equal([]byte(mac), []byte(h.csrfMAC("cookie", random+"\x00"+binding)))
+}
+
+// csrfMAC is the HMAC of msg under the CSRF key, for one use (cookie or field) each.
+func (h *Handler) csrfMAC(use, msg string) string {
 	m := hmac.New(sha256.New, h.csrfKey)
-	m.Write([]byte(cookie))
+	m.Write([]byte(use + "\x00" + msg))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// checkCSRF accepts a POST whose token matches its CSRF cookie and whose Origin, when the
-// browser sends one, is this site.
+// checkCSRF accepts a POST whose CSRF cookie the server minted for the request's session,
+// whose token field matches that cookie, and whose Origin, when the browser sends one, is
+// this site.
 func (h *Handler) checkCSRF(r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" && !h.sameOrigin(r, o) {
 		return false
 	}
-	v := cookieValue(r, csrfCookie)
+	v := h.cookie(r, csrfCookie)
 	tok := r.PostFormValue("csrf")
-	return len(v) >= 32 && tok != "" && hmac.Equal([]byte(tok), []byte(h.csrfMAC(v)))
+	return h.validCSRFCookie(v, h.csrfBinding(r)) && tok != "" && hmac.Equal([]byte(tok), []byte(h.csrfMAC("field", v)))
 }
 
 func (h *Handler) sameOrigin(r *http.Request, origin string) bool {

@@ -513,14 +513,27 @@ func TestCookieAttributes(t *testing.T) {
 			b := newBrowser(t, f.h)
 			b.fwd = tt.fwd
 			res = b.do(httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+			prefix := ""
+			if tt.secure {
+				prefix = "__Host-" // only a secure page of this host can set it: no planting
+			}
 			var c *http.Cookie
 			for _, x := range res.Cookies() {
-				if x.Name == sessionCookie {
+				if x.Name == prefix+sessionCookie {
 					c = x
 				}
 			}
 			if c == nil {
-				t.Fatalf("no %s cookie set", sessionCookie)
+				t.Fatalf("no %s cookie set", prefix+sessionCookie)
+			}
+			if tt.secure {
+				// A plain-named cookie (what a sibling subdomain could plant) is not read.
+				r := httptest.NewRequest(http.MethodGet, "/go", nil)
+				r.Header.Set("X-Forwarded-Proto", tt.fwd)
+				r.AddCookie(&http.Cookie{Name: sessionCookie, Value: c.Value})
+				if res := serve(f.h, r); res.StatusCode != http.StatusUnauthorized {
+					t.Errorf("Go page with the session in an unprefixed cookie over HTTPS = %d, want 401", res.StatusCode)
+				}
 			}
 			// The page sets the CSRF cookie; signing out deletes the session cookie, which
 			// must carry the same attributes to reach the partitioned one.
@@ -537,6 +550,9 @@ func TestCookieAttributes(t *testing.T) {
 				t.Fatalf("cookies set: %v, want session, CSRF and session deletion", cookies)
 			}
 			for _, c := range cookies {
+				if !strings.HasPrefix(c.Name, prefix+"pg_") {
+					t.Errorf("cookie %s, want the name to start with %q", c.Name, prefix+"pg_")
+				}
 				if !c.HttpOnly || c.Secure != tt.secure || c.SameSite != tt.sameSite || c.Partitioned != tt.secure || c.Path != "/" {
 					t.Errorf("cookie %s: HttpOnly %v Secure %v SameSite %v Partitioned %v Path %q, want true %v %v %v /",
 						c.Name, c.HttpOnly, c.Secure, c.SameSite, c.Partitioned, c.Path, tt.secure, tt.sameSite, tt.secure)
@@ -706,4 +722,12 @@ func TestSignInConcurrencyConfigured(t *testing.T) {
 			t.Errorf("SignInConcurrency %d: %d password checks at once, want %d", tt.set, got, tt.want)
 		}
 	}
+}
+
+// login opens a login URL path as a browser does and returns the answer that ends the
+// exchange (the redirect into the application, or the refusal).
+func (b *browser) login(path string) *http.Response {
+	b.t.Helper()
+	res, _ := b.get(path)
+	return res
 }
