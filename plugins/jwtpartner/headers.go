@@ -48,6 +48,7 @@ var bodyHeaders = map[string]bool{
 func (h *Handler) forward(r *http.Request, rq *request) {
 	tok := rq.token
 	names := &h.names
+	h.reportDropped(rq)
 
 	// The verified values, raw, with their header names: the fixed headers, then every
 	// non-empty payload field.

@@ -16,6 +16,7 @@ type metrics struct {
 	nonceStore   *prometheus.HistogramVec // result
 	keyRefreshes *prometheus.CounterVec   // partner, result
 	keyCount     *prometheus.GaugeVec     // partner
+	dropped      *prometheus.CounterVec   // partner, field
 }
 
 // latencyBuckets span a signature check (tens of microseconds) to a slow Redis round trip.
@@ -48,6 +49,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "partnergate_keys",
 			Help: "Keys in the partner's current key set.",
 		}, []string{"partner"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "partnergate_optional_fields_dropped_total",
+			Help: "Optional payload fields of accepted links dropped because their values were malformed or blank, by partner and field (its JSON path).",
+		}, []string{"partner", "field"}),
 	}
 	if reg == nil {
 		return m
@@ -57,6 +62,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.nonceStore = register(reg, m.nonceStore)
 	m.keyRefreshes = register(reg, m.keyRefreshes)
 	m.keyCount = register(reg, m.keyCount)
+	m.dropped = register(reg, m.dropped)
 	return m
 }
 
@@ -103,4 +109,10 @@ func (m *metrics) keyRefresh(partner string, err error) {
 		result = "error"
 	}
 	m.keyRefreshes.WithLabelValues(partner, result).Inc()
+}
+
+// optionalFieldDropped counts one dropped optional field. field is a path from linkspec's
+// tables (linkspec.Fields), never partner text, so the label set is bounded.
+func (m *metrics) optionalFieldDropped(partner, field string) {
+	m.dropped.WithLabelValues(partner, field).Inc()
 }
