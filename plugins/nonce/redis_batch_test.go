@@ -19,13 +19,24 @@ import (
 // no claim was sent twice and none that should not have been sent was.
 func setCalls(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
+	return commandCalls(t, srv, "set")
+}
+
+// commandCalls is how many times the server has run the named commands, together (INFO
+// commandstats).
+func commandCalls(t *testing.T, srv *redistest.Server, names ...string) int {
+	t.Helper()
 	info, _ := srv.Do("INFO", "commandstats").(string)
-	m := regexp.MustCompile(`cmdstat_set:calls=(\d+)`).FindStringSubmatch(info)
-	if m == nil {
-		return 0
+	total := 0
+	for _, name := range names {
+		m := regexp.MustCompile(`cmdstat_` + regexp.QuoteMeta(name) + `:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		total += n
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return total
 }
 
 // pause holds every client's writes in the server (CLIENT PAUSE WRITE) until the returned

@@ -128,13 +128,13 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}
 }
 
-// TestRedisClusterNodeStalls: a master that stops answering in the middle of a claim (DEBUG
-// SLEEP, as an overloaded or stalled node) fails the claim with an error within about one
-// read_timeout. The claim must never be re-sent: the node applies the first attempt when it
-// wakes, so a re-sent SET NX would find the key that attempt wrote and answer "replayed"
-// for a fresh token (409 instead of 503), after up to four read timeouts.
+// TestRedisClusterNodeStalls: a master that stops answering in the middle of a claim (its
+// process stopped, as an overloaded or stalled node) fails the claim with an error (503).
+// The claim must never be re-sent: the node applies the first attempt when it wakes, so a
+// re-sent SET NX would find the key that attempt wrote and answer "replayed" for a fresh
+// token (409 instead of 503). The node counts the claims it ran once it wakes: exactly one.
 func TestRedisClusterNodeStalls(t *testing.T) {
-	nodes := redistest.StartCluster(t, 3, "--enable-debug-command", "yes")
+	nodes := redistest.StartCluster(t, 3)
 	const readTimeout = 300 * time.Millisecond
 	for _, guard := range []bool{false, true} {
 		t.Run(fmt.Sprintf("require_clean_start=%v", guard), func(t *testing.T) {
@@ -152,17 +152,35 @@ func TestRedisClusterNodeStalls(t *testing.T) {
 
 			e := pastGuardStart(liveEntry("acme", "nonce-stall-0000001"))
 			bucket, hash := redisKeyParts(e.Partner, e.Nonce)
-			owner := masterFor(t, r, nodes, prefix+bucket+hash)
-			stallDone := owner.Stall(4 * readTimeout)
-			start := time.Now()
+			key := prefix + bucket + hash
+			owner := masterFor(t, r, nodes, key)
+			// the claim's own command: the guard's script runs its SET inside EVALSHA
+			claimCmds := []string{"set"}
+			if guard {
+				claimCmds = []string{"evalsha", "eval"}
+			}
+			before := commandCalls(t, owner, claimCmds...)
+			resume := owner.Pause()
 			fresh, err := claimCtx(t, r, e)
-			elapsed := time.Since(start)
-			<-stallDone
+			resume() // returns once the node has run what reached it while it was stopped
 			if err == nil {
 				t.Fatalf("Claim against a stalled master = %v, nil, want an error (503); a re-sent claim answers replayed for a fresh token", fresh)
 			}
-			if elapsed > 2*readTimeout {
-				t.Errorf("Claim against a stalled master failed after %s, want about one read_timeout (%s): the claim was re-sent", elapsed, readTimeout)
+			if got := commandCalls(t, owner, claimCmds...) - before; got != 1 {
+				t.Errorf("the stalled master ran the claim %d times once it woke, want once: the claim was re-sent", got)
+			}
+			if n := owner.Client().Exists(context.Background(), key).Val(); n != 1 {
+				t.Errorf("EXISTS(claim key) after the stall = %d, want 1: the node applies the claim when it wakes", n)
+			}
+			// the other nodes may have marked the stopped one as failing: wait for the
+			// cluster to be whole again before the next subtest
+			for _, n := range nodes {
+				eventually(t, 30*time.Second, "cluster_state:ok after the stall", func() error {
+					if info := n.Client().ClusterInfo(context.Background()).Val(); !strings.Contains(info, "cluster_state:ok") {
+						return fmt.Errorf("node %s: cluster not ok", n.Addr())
+					}
+					return nil
+				})
 			}
 		})
 	}

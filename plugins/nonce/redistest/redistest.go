@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,33 +162,109 @@ func (s *Server) Restart() {
 	}
 }
 
-// Stall makes the server stop answering for d (DEBUG SLEEP, which needs the server started
-// with "--enable-debug-command", "yes"), as an overloaded or stalled node does, and returns
-// once it has stopped; the channel is closed when it answers again.
+// Pause makes the server stop answering until the returned resume is called, as an
+// overloaded or stalled node does: the process is stopped (SIGSTOP), while the kernel still
+// accepts connections and buffers what clients send. Pause returns once the process has
+// stopped. resume lets it run again and returns once it answers again; by then it has run
+// every command that clients had sent it before resume was called.
+func (s *Server) Pause() (resume func()) {
+	s.t.Helper()
+	if err := s.pause(); err != nil {
+		s.t.Fatalf("stopping redis-server on port %d: %v", s.port, err)
+	}
+	var once sync.Once
+	resume = func() {
+		s.t.Helper()
+		once.Do(func() {
+			if err := s.resume(); err != nil {
+				s.t.Fatalf("resuming redis-server on port %d: %v", s.port, err)
+			}
+		})
+	}
+	return resume
+}
+
+// Stall makes the server stop answering for d, as Pause does, and returns once it has
+// stopped; the channel is closed when it answers again.
 func (s *Server) Stall(d time.Duration) <-chan struct{} {
 	s.t.Helper()
-	done := make(chan struct{})
-	admin := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: d + 5*time.Second, TLSConfig: s.tlsConfig})
-	probe := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, TLSConfig: s.tlsConfig})
-	s.t.Cleanup(func() { admin.Close(); probe.Close() })
-	if err := probe.Ping(context.Background()).Err(); err != nil {
-		s.t.Fatalf("PING before the stall: %v", err)
+	if err := s.pause(); err != nil {
+		s.t.Fatalf("stopping redis-server on port %d: %v", s.port, err)
 	}
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := admin.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err(); err != nil {
-			s.t.Errorf("DEBUG SLEEP: %v", err)
+		time.Sleep(d)
+		if err := s.resume(); err != nil {
+			s.t.Errorf("resuming redis-server on port %d: %v", s.port, err)
 		}
 	}()
-	// the probe times out once the server is asleep
-	deadline := time.Now().Add(d / 2)
-	for probe.Ping(context.Background()).Err() == nil {
+	// the test must not end (and report) while the goroutine may still use s.t
+	s.t.Cleanup(func() { <-done })
+	return done
+}
+
+// pause stops the process and waits until the kernel reports it stopped.
+func (s *Server) pause() error {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	// The signal takes effect asynchronously. Where /proc shows the process state, wait
+	// for "T" (stopped); elsewhere wait until a PING goes unanswered.
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	if _, err := os.Stat(stat); err == nil {
+		return waitFor(30*time.Second, func() bool {
+			b, err := os.ReadFile(stat)
+			// the state follows the command name, which is in parentheses
+			i := bytes.LastIndexByte(b, ')')
+			return err == nil && i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+		})
+	}
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: 50 * time.Millisecond, TLSConfig: s.tlsConfig})
+	defer probe.Close()
+	return waitFor(30*time.Second, func() bool { return probe.Ping(context.Background()).Err() != nil })
+}
+
+// resume continues the stopped process and waits until it answers PING. The PING, on a
+// connection made after SIGCONT, is read no earlier than the commands waiting in the
+// sockets of the stop, and Redis writes the replies of one event-loop pass only after it
+// has run every command that pass read: the reply comes after they have all run.
+func (s *Server) resume() error {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: 30 * time.Second, TLSConfig: s.tlsConfig})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil && !strings.HasPrefix(err.Error(), "NOAUTH") {
+		return err
+	}
+	return nil
+}
+
+// waitFor polls cond until it holds, or fails after within.
+func waitFor(within time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on port %d did not stall", s.port)
+			return fmt.Errorf("not done after %s", within)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return done
+	return nil
 }
 
 // Client is an administrative client of this server, closed when the test ends.
