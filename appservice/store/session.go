@@ -171,6 +171,54 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, cont
 	return &Exchanged{Token: token, Session: sess}, nil
 }
 
+// LoginTarget is whom a login code would sign in, read without using the code.
+type LoginTarget struct {
+	// Account is the account the code signs in to; nil when the code leads to a pending
+	// first-sight session that waits for Employee to sign in.
+	Account *Account
+	// Employee is the partner user of a main-client link; nil for a Go link.
+	Employee *Employee
+}
+
+// PeekCode reports whom code would sign in, with the errors ExchangeCode would give, but
+// leaves the code unused: a request that is not a person's navigation (HEAD, a link
+// preview) must not spend it, and a browser with another session is asked first.
+func (s *Store) PeekCode(ctx context.Context, code string) (*LoginTarget, error) {
+	if code == "" || len(code) > 128 {
+		return nil, ErrCodeInvalid
+	}
+	var (
+		expires               int64
+		used                  sql.NullInt64
+		employeeID, accountID sql.NullInt64
+	)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT c.expires_at, c.used_at, l.employee_id, COALESCE(l.account_id, e.account_id)
+FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id
+WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &accountID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, ErrCodeInvalid
+	case err != nil:
+		return nil, err
+	case used.Valid:
+		return nil, ErrCodeUsed
+	case expires <= s.now():
+		return nil, ErrCodeExpired
+	}
+	t := &LoginTarget{}
+	if accountID.Valid {
+		if t.Account, err = s.account(ctx, s.db, accountID.Int64); err != nil {
+			return nil, err
+		}
+	}
+	if employeeID.Valid {
+		if t.Employee, err = s.employee(ctx, s.db, employeeID.Int64); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // Session returns the unexpired session of token.
 func (s *Store) Session(ctx context.Context, token string) (*Session, error) {
 	return s.readSession(ctx, s.db, token)
@@ -197,24 +245,14 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 	}
 	sess := &Session{Pending: !accountID.Valid, CaseID: caseID.String, ExpiresAt: time.UnixMilli(expires)}
 	if accountID.Valid {
-		a := &Account{ID: accountID.Int64}
-		var username sql.NullString
-		if err := q.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), a.ID).
-			Scan(&a.Role, &username, &a.Email, &a.DisplayName); err != nil {
+		if sess.Account, err = s.account(ctx, q, accountID.Int64); err != nil {
 			return nil, err
 		}
-		a.Username = username.String
-		sess.Account = a
 	}
 	if employeeID.Valid {
-		e := &Employee{ID: employeeID.Int64}
-		var acct sql.NullInt64
-		if err := q.QueryRowContext(ctx, s.q(`SELECT partner, partner_employee_id, username, firstname, lastname, email, account_id FROM employees WHERE id = ?`), e.ID).
-			Scan(&e.Partner, &e.PartnerID, &e.Username, &e.Firstname, &e.Lastname, &e.Email, &acct); err != nil {
+		if sess.Employee, err = s.employee(ctx, q, employeeID.Int64); err != nil {
 			return nil, err
 		}
-		e.AccountID = acct.Int64
-		sess.Employee = e
 	}
 	if orgID.Valid {
 		o := &Organization{ID: orgID.Int64}
@@ -233,6 +271,24 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 	}
 	sess.ConfirmLink = sess.Account != nil && sess.Employee != nil && sess.Employee.AccountID != sess.Account.ID
 	return sess, nil
+}
+
+func (s *Store) account(ctx context.Context, q queryer, id int64) (*Account, error) {
+	a := &Account{ID: id}
+	var username sql.NullString
+	err := q.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), id).
+		Scan(&a.Role, &username, &a.Email, &a.DisplayName)
+	a.Username = username.String
+	return a, err
+}
+
+func (s *Store) employee(ctx context.Context, q queryer, id int64) (*Employee, error) {
+	e := &Employee{ID: id}
+	var acct sql.NullInt64
+	err := q.QueryRowContext(ctx, s.q(`SELECT partner, partner_employee_id, username, firstname, lastname, email, account_id FROM employees WHERE id = ?`), id).
+		Scan(&e.Partner, &e.PartnerID, &e.Username, &e.Firstname, &e.Lastname, &e.Email, &acct)
+	e.AccountID = acct.Int64
+	return e, err
 }
 
 type queryer interface {

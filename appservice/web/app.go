@@ -80,29 +80,79 @@ func (h *Handler) session(r *http.Request) *store.Session {
 	return s
 }
 
-// login exchanges a one-time code from a link URL for a session and sends the browser on:
-// to the application, the Go page, or, for an employee seen the first time, the sign-in
-// page. A session the browser had before is ended: the link says who works here now.
-func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	ex, err := h.cfg.Store.ExchangeCode(r.Context(), r.URL.Query().Get("code"))
+// loginData is what the login pages show.
+type loginData struct {
+	Code    string
+	CSRF    string
+	Target  *store.LoginTarget
+	Current *store.Session // the browser's session for another account, when it has one
+}
+
+// loginPage answers a login URL (GET, and HEAD by the same route) without spending its
+// code: mail scanners, chat unfurls and link prefetchers fetch URLs too, and must not use
+// up a person's one-time link. The page posts the code back (loginExchange), at once by a
+// same-origin script, or by its button where scripts do not run. When the browser is
+// signed in to another account, the page asks first instead (see switchesAccount).
+func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("code")
+	target, err := h.cfg.Store.PeekCode(r.Context(), code)
 	if err != nil {
-		p := problem{}
-		switch {
-		case errors.Is(err, store.ErrCodeUsed):
-			p = p.with(http.StatusGone, CodeLoginCodeUsed, "Link already used",
-				"This sign-in link has been used already. Open the application again from your partner application.")
-		case errors.Is(err, store.ErrCodeExpired):
-			p = p.with(http.StatusGone, CodeLoginCodeExpired, "Link expired",
-				"This sign-in link is valid for one minute and has expired. Open the application again from your partner application.")
-		case errors.Is(err, store.ErrCodeInvalid):
-			p = p.with(http.StatusBadRequest, CodeLoginCodeInvalid, "Link not valid",
-				"This sign-in link is not valid. Open the application again from your partner application.")
-		default:
-			h.log.Error("exchanging login code failed", "error", err.Error())
-			p = p.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment.")
+		h.failCode(w, err)
+		return
+	}
+	h.renderLogin(w, r, code, target)
+}
+
+func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, code string, target *store.LoginTarget) {
+	d := loginData{Code: code, CSRF: h.csrfToken(w, r), Target: target}
+	if s := h.session(r); switchesAccount(s, target) {
+		d.Current = s
+		h.render(w, http.StatusOK, "login-switch", d)
+		return
+	}
+	// The one page with a script: login.js submits the form. Still no inline script.
+	w.Header().Set("Content-Security-Policy", h.csp("'self'", h.cfg.FrameAncestors))
+	h.render(w, http.StatusOK, "login", d)
+}
+
+// switchesAccount reports whether signing in to target would replace s, a session of
+// another account (or signed in, by a code for a first-time partner user). A link opened
+// by a cross-site form post (the /payload page) could otherwise silently swap the
+// person's session for one of a partner user the sender controls (login CSRF). A pending
+// session holds no account and is replaced without asking.
+func switchesAccount(s *store.Session, target *store.LoginTarget) bool {
+	return s != nil && !s.Pending && (target.Account == nil || target.Account.ID != s.Account.ID)
+}
+
+// loginExchange exchanges a one-time code posted by the login page for a session and
+// sends the browser on: to the application, the Go page, or, for an employee seen the
+// first time, the sign-in page. The session the browser had before is ended; when it was
+// another account's, only after the person chose to switch on the question page.
+func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
+		h.log.Info("login refused", "outcome", CodeCSRFInvalid)
+		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired",
+			"Open the application again from your partner application."))
+		return
+	}
+	code := r.PostFormValue("code")
+	if r.PostFormValue("switch") != "yes" {
+		// Asked again here, not only on the page: the post must not switch accounts
+		// without the person's choice, whatever sent it.
+		target, err := h.cfg.Store.PeekCode(r.Context(), code)
+		if err != nil {
+			h.failCode(w, err)
+			return
 		}
-		h.log.Info("login refused", "outcome", p.Code)
-		h.fail(w, p)
+		if switchesAccount(h.session(r), target) {
+			h.renderLogin(w, r, code, target)
+			return
+		}
+	}
+	ex, err := h.cfg.Store.ExchangeCode(r.Context(), code)
+	if err != nil {
+		h.failCode(w, err)
 		return
 	}
 	if old := h.cookie(r, sessionCookie); old != "" {
@@ -112,6 +162,27 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	h.setCookie(w, r, sessionCookie, ex.Token, 0)
 	http.Redirect(w, r, landing(ex.Session), http.StatusSeeOther)
+}
+
+// failCode answers a login code that PeekCode or ExchangeCode refused.
+func (h *Handler) failCode(w http.ResponseWriter, err error) {
+	p := problem{}
+	switch {
+	case errors.Is(err, store.ErrCodeUsed):
+		p = p.with(http.StatusGone, CodeLoginCodeUsed, "Link already used",
+			"This sign-in link has been used already. Open the application again from your partner application.")
+	case errors.Is(err, store.ErrCodeExpired):
+		p = p.with(http.StatusGone, CodeLoginCodeExpired, "Link expired",
+			"This sign-in link is valid for one minute and has expired. Open the application again from your partner application.")
+	case errors.Is(err, store.ErrCodeInvalid):
+		p = p.with(http.StatusBadRequest, CodeLoginCodeInvalid, "Link not valid",
+			"This sign-in link is not valid. Open the application again from your partner application.")
+	default:
+		h.log.Error("exchanging login code failed", "error", err.Error())
+		p = p.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment.")
+	}
+	h.log.Info("login refused", "outcome", p.Code)
+	h.fail(w, p)
 }
 
 func landing(s *store.Session) string {

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/partnergate/partnergate/linkspec"
 )
@@ -49,7 +50,21 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-var pages = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+var pages = template.Must(template.New("").Funcs(template.FuncMap{"plain": plain}).ParseFS(templateFS, "templates/*.html"))
+
+// plain drops the Unicode bidirectional formatting characters (embeddings and overrides
+// U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) from a
+// partner-supplied name: a name holding U+202E could otherwise show reversed text on a
+// page that asks a person to confirm who they are linking.
+func plain(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069', r == '\u200e', r == '\u200f', r == '\u061c':
+			return -1
+		}
+		return r
+	}, s)
+}
 
 func staticFiles() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")

@@ -99,7 +99,8 @@ func New(cfg Config) (*Handler, error) {
 		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now)}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
-	h.mux.HandleFunc("GET /app/login", h.login)
+	h.mux.HandleFunc("GET /app/login", h.loginPage)
+	h.mux.HandleFunc("POST /app/login", h.loginExchange)
 	h.mux.HandleFunc("GET /app/signin", h.signinPage)
 	h.mux.HandleFunc("POST /app/signin", h.signin)
 	h.mux.HandleFunc("GET /app/link", h.linkPage)
@@ -119,9 +120,9 @@ func New(cfg Config) (*Handler, error) {
 // ServeHTTP sets the security headers every answer carries, then routes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	// No script anywhere: the pages are server-rendered and the redirect page uses a meta
-	// refresh, so the policy can forbid every script.
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+h.cfg.FrameAncestors)
+	// No script: the pages are server-rendered and the redirect page uses a meta refresh.
+	// The login page alone allows the site's own script file (loginPage).
+	hdr.Set("Content-Security-Policy", h.csp("", h.cfg.FrameAncestors))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	// Login URLs carry a code: no page sends its address on to another site. Not
 	// no-referrer: with it browsers send "Origin: null" on same-site form posts, which the
@@ -133,6 +134,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// csp is the Content-Security-Policy with the given frame-ancestors sources, and with
+// script-src scriptSrc when that is not empty (default-src 'none' forbids scripts).
+func (h *Handler) csp(scriptSrc, frameAncestors string) string {
+	if scriptSrc != "" {
+		scriptSrc = "script-src " + scriptSrc + "; "
+	}
+	return "default-src 'none'; " + scriptSrc + "style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
 }
 
 // https reports whether the browser talks HTTPS: the public URL says so, the connection is

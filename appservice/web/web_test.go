@@ -331,7 +331,7 @@ func TestMainFlow(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	b := newBrowser(t, f.h)
 
-	res, _ := b.get(f.link(t, mainPayload(), "main"))
+	res := b.login(f.link(t, mainPayload(), "main"))
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("first-sight login = %d → %q, want 303 → /app/signin", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -395,7 +395,7 @@ func TestMainFlow(t *testing.T) {
 		p := mainPayload()
 		p.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Per", Lastname: "Olsen"}
 		b2 := newBrowser(t, f.h)
-		res, _ := b2.get(f.link(t, p, "main"))
+		res := b2.login(f.link(t, p, "main"))
 		if res.Header.Get("Location") != "/app" {
 			t.Fatalf("second link → %q, want /app", res.Header.Get("Location"))
 		}
@@ -427,7 +427,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 	attacker := mainPayload()
 	attacker.EmployeeID, attacker.EmployeeFirstname, attacker.EmployeeLastname = "emp-evil", "Mallory", "Doe"
 	victim := newBrowser(t, f.h)
-	victim.get(f.link(t, attacker, "main")) // planted: a pending session in the victim's browser
+	victim.login(f.link(t, attacker, "main")) // planted: a pending session in the victim's browser
 	_, page := victim.get("/app/signin")
 	res, _ := victim.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	if res.Header.Get("Location") != "/app/link" {
@@ -436,7 +436,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 	// The attacker's next link still finds no account: nothing was linked by the sign-in.
 	if res := serve(f.h, forwardRequest(t, "url", attacker, "main", f.now)); res.StatusCode != http.StatusOK {
 		t.Fatalf("attacker link = %d", res.StatusCode)
-	} else if res, _ := newBrowser(t, f.h).get(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+	} else if res := newBrowser(t, f.h).login(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("attacker's link before the confirmation → %q, want /app/signin (not linked)", res.Header.Get("Location"))
 	}
 	_, page = victim.get("/app/link")
@@ -452,7 +452,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 		t.Errorf("app page after declining = %d, want signed in without the link's organization and contact:\n%s", res.StatusCode, page)
 	}
 	res = serve(f.h, forwardRequest(t, "url", attacker, "main", f.now))
-	if res, _ := newBrowser(t, f.h).get(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+	if res := newBrowser(t, f.h).login(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
 		t.Errorf("attacker's link after declining → %q, want /app/signin (not linked)", res.Header.Get("Location"))
 	}
 }
@@ -461,7 +461,7 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	path := f.link(t, goPayload(), "go")
 	b := newBrowser(t, f.h)
-	res, _ := b.get(path)
+	res := b.login(path)
 	if res.Header.Get("Location") != "/go" {
 		t.Fatalf("Go login → %q, want /go", res.Header.Get("Location"))
 	}
@@ -471,7 +471,7 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	}
 
 	t.Run("code used twice", func(t *testing.T) {
-		res, page := newBrowser(t, f.h).get(path)
+		res, page := newBrowser(t, f.h).loginPage(path)
 		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeUsed) {
 			t.Errorf("second use = %d, want 410 %s", res.StatusCode, CodeLoginCodeUsed)
 		}
@@ -479,13 +479,13 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	t.Run("code expired", func(t *testing.T) {
 		path := f.link(t, goPayload(), "go")
 		f.now = f.now.Add(61 * time.Second)
-		res, page := newBrowser(t, f.h).get(path)
+		res, page := newBrowser(t, f.h).loginPage(path)
 		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeExpired) {
 			t.Errorf("expired = %d, want 410 %s", res.StatusCode, CodeLoginCodeExpired)
 		}
 	})
 	t.Run("code unknown", func(t *testing.T) {
-		res, _ := newBrowser(t, f.h).get("/app/login?code=abc")
+		res, _ := newBrowser(t, f.h).loginPage("/app/login?code=abc")
 		if res.StatusCode != http.StatusBadRequest {
 			t.Errorf("unknown code = %d, want 400", res.StatusCode)
 		}
@@ -512,7 +512,7 @@ func TestCookieAttributes(t *testing.T) {
 			u, _ := url.Parse(body(t, res))
 			b := newBrowser(t, f.h)
 			b.fwd = tt.fwd
-			res = b.do(httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+			res = b.login(u.RequestURI())
 			prefix := ""
 			if tt.secure {
 				prefix = "__Host-" // only a secure page of this host can set it: no planting
@@ -724,10 +724,25 @@ func TestSignInConcurrencyConfigured(t *testing.T) {
 	}
 }
 
-// login opens a login URL path as a browser does and returns the answer that ends the
-// exchange (the redirect into the application, or the refusal).
+// loginForm matches the login page's form, which a browser running its script submits.
+var loginForm = regexp.MustCompile(`<form method="post" action="/app/login" id="login-form">\s*<input type="hidden" name="code" value="([^"]+)">\s*<input type="hidden" name="csrf" value="([^"]+)">`)
+
+// login opens a login URL path as a browser running the login page's script does, and
+// returns the answer that ends the exchange: the redirect into the application, a refusal,
+// or the page asking whether to switch accounts.
 func (b *browser) login(path string) *http.Response {
 	b.t.Helper()
-	res, _ := b.get(path)
+	res, page := b.get(path)
+	if m := loginForm.FindStringSubmatch(page); res.StatusCode == http.StatusOK && m != nil {
+		res, page = b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}})
+	}
+	res.Body = io.NopCloser(strings.NewReader(page)) // read once above; readable again
 	return res
+}
+
+// loginPage opens a login URL path without submitting the login page (as a link preview
+// does) and returns the answer.
+func (b *browser) loginPage(path string) (*http.Response, string) {
+	b.t.Helper()
+	return b.get(path)
 }
