@@ -291,6 +291,10 @@ func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		return
 	}
+	// Never in a frame, not even a partner's: a framed page could be overlaid so that a
+	// click meant for something else presses "Link to my account".
+	w.Header().Set("Content-Security-Policy", h.csp("", "'none'"))
+	w.Header().Set("X-Frame-Options", "DENY")
 	d := linkData{pageData: pageData{Session: s, CSRF: h.csrfToken(w, r)}}
 	d.EmailDiffers = s.Employee.Email != "" && s.Account.Email != "" && !strings.EqualFold(s.Employee.Email, s.Account.Email)
 	h.render(w, http.StatusOK, "link", d)
