@@ -43,7 +43,9 @@ func commandCalls(t *testing.T, srv *redistest.Server, names ...string) int {
 // function is called, as a busy or distant Redis keeps a round trip on the wire.
 func pause(t *testing.T, srv *redistest.Server) (unpause func()) {
 	t.Helper()
-	srv.Do("CLIENT", "PAUSE", 10000, "WRITE") // SET waits; INFO and UNPAUSE still run
+	// SET waits; INFO and UNPAUSE still run. The server's own end of the pause is only a
+	// backstop: the test unpauses when it has seen what it waits for.
+	srv.Do("CLIENT", "PAUSE", 120000, "WRITE")
 	var once sync.Once
 	unpause = func() { once.Do(func() { srv.Do("CLIENT", "UNPAUSE") }) }
 	t.Cleanup(unpause)
@@ -69,7 +71,7 @@ func warmStore(t *testing.T, readTimeout time.Duration) (*Redis, *redistest.Serv
 // waitRoundTrips waits until the store's batcher has made n round trips.
 func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 	t.Helper()
-	eventually(t, 5*time.Second, fmt.Sprintf("%d round trips on the wire", n), func() error {
+	eventually(t, 30*time.Second, fmt.Sprintf("%d round trips on the wire", n), func() error {
 		if got := r.conn.batch.roundTrips.Load(); got < n {
 			return fmt.Errorf("%d round trips", got)
 		}
@@ -81,7 +83,7 @@ func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 // go out together, as one pipeline per lane, and each gets its own answer: the fresh
 // nonces fresh, the second claim of a nonce replayed, in one batch as across batches.
 func TestRedisBatchesWaitingClaims(t *testing.T) {
-	r, srv := warmStore(t, 5*time.Second)
+	r, srv := warmStore(t, time.Minute) // the lanes wait for the unpause, however long it takes
 	before := r.conn.batch.roundTrips.Load()
 	calls := setCalls(t, srv)
 
@@ -116,7 +118,7 @@ func TestRedisBatchesWaitingClaims(t *testing.T) {
 		claim(fmt.Sprintf("nonce-batch-%02d", i)) // the same nonce again, likely in the same batch
 	}
 	// every claim is queued before the lanes come back
-	eventually(t, 5*time.Second, "claims queued", func() error {
+	eventually(t, 30*time.Second, "claims queued", func() error {
 		if n := len(r.conn.batch.queue); n < distinct+twice {
 			return fmt.Errorf("%d claims queued", n)
 		}
@@ -176,22 +178,25 @@ func TestRedisBatchFailsClosed(t *testing.T) {
 		}
 	}
 	unpause()
-	// The server runs what reached it once it is unpaused: at most one SET per claim.
-	time.Sleep(200 * time.Millisecond)
-	if got := setCalls(t, srv) - calls; got > len(errs) {
-		t.Errorf("server ran SET %d times for %d failed claims: a claim was sent twice", got, len(errs))
-	}
-	eventually(t, 5*time.Second, "claims after the pause", func() error {
-		_, err := claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-failclosed-after-%d", time.Now().UnixNano())))
+	// The server runs what reached it once it is unpaused (a claim whose connection is
+	// still open), at most one SET per claim. A claim made after the unpause came back is
+	// run after the held ones: count then.
+	attempts := 0
+	eventually(t, 30*time.Second, "claims after the pause", func() error {
+		attempts++
+		_, err := claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-failclosed-after-%d", attempts)))
 		return err
 	})
+	if got := setCalls(t, srv) - calls - attempts; got > len(errs) {
+		t.Errorf("server ran SET %d times for %d failed claims: a claim was sent twice", got, len(errs))
+	}
 }
 
 // TestRedisBatchRequestEnds: a claim whose request ends while it waits returns at once
 // with the context's error, and when its request ended before a lane took it, it is
 // never sent: its nonce stays unclaimed for the partner's next attempt.
 func TestRedisBatchRequestEnds(t *testing.T) {
-	r, srv := warmStore(t, 5*time.Second)
+	r, srv := warmStore(t, time.Minute) // the lanes wait for the unpause, however long it takes
 	before := r.conn.batch.roundTrips.Load()
 	calls := setCalls(t, srv)
 	unpause := pause(t, srv)
@@ -200,25 +205,46 @@ func TestRedisBatchRequestEnds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := claimCtx(t, r, liveEntry("acme", fmt.Sprintf("nonce-ends-lane-%d", i))); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := r.Claim(ctx, liveEntry("acme", fmt.Sprintf("nonce-ends-lane-%d", i))); err != nil {
 				t.Errorf("lane claim %d: %v", i, err)
 			}
 		}()
 	}
 	waitRoundTrips(t, r, before+batchLanes)
 
+	lanesDone := make(chan struct{})
+	go func() { wg.Wait(); close(lanesDone) }()
+
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	fresh, err := r.Claim(ctx, liveEntry("acme", "nonce-ends-late"))
-	if !errors.Is(err, context.DeadlineExceeded) || fresh {
-		t.Errorf("Claim whose request ended while queued = %v, %v, want false and the deadline", fresh, err)
+	type result struct {
+		fresh bool
+		err   error
 	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Errorf("Claim returned %s after its request ended, want at once", waited)
+	ended := make(chan result, 1)
+	go func() {
+		fresh, err := r.Claim(ctx, liveEntry("acme", "nonce-ends-late"))
+		ended <- result{fresh, err}
+	}()
+	// The lanes are held until the unpause, so the claim's answer must come while they
+	// still wait: it did not wait for a lane.
+	select {
+	case res := <-ended:
+		if !errors.Is(res.err, context.DeadlineExceeded) || res.fresh {
+			t.Errorf("Claim whose request ended while queued = %v, %v, want false and the deadline", res.fresh, res.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Claim whose request ended while queued did not return while the lanes were held")
+	}
+	select {
+	case <-lanesDone:
+		t.Fatal("the lanes' claims returned before the unpause; want them held, so that the ended claim's answer did not wait for one")
+	default:
 	}
 	unpause()
-	wg.Wait()
+	<-lanesDone
 	// A lane takes the ended claim before this one (the queue is first in, first out).
 	if fresh, err := claimCtx(t, r, liveEntry("acme", "nonce-ends-late")); err != nil || !fresh {
 		t.Errorf("the ended request's nonce claimed again = %v, %v, want fresh: its first claim was sent", fresh, err)

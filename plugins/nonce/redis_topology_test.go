@@ -230,7 +230,7 @@ func TestRedisClusterFollowsMoved(t *testing.T) {
 			r := &Redis{Addresses: []string{nodes[0].Addr()}, KeyPrefix: prefix, RequireCleanStart: guard, PingInterval: caddy.Duration(time.Hour)}
 			provisionRedis(t, r)
 			if guard {
-				eventually(t, 10*time.Second, "markers written", func() error {
+				eventually(t, 30*time.Second, "markers written", func() error {
 					n := 0
 					for _, node := range nodes {
 						n += len(node.Client().Keys(ctx, prefix+"{*}epoch").Val())
@@ -265,7 +265,7 @@ func TestRedisClusterFollowsMoved(t *testing.T) {
 			for _, n := range append([]*redistest.Server{to, from}, nodes...) {
 				do(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
 			}
-			eventually(t, 10*time.Second, "slot moved", func() error {
+			eventually(t, 30*time.Second, "slot moved", func() error {
 				err := from.Client().Get(ctx, key).Err()
 				if err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
 					return fmt.Errorf("GET at the old master = %v, want MOVED", err)
