@@ -54,6 +54,7 @@ func backends(t *testing.T) []backend {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}}, {"postgres", func(t *testing.T, c *clock) *Store {
+		t.Helper()
 		s, _ := openPostgres(t, c)
 		return s
 	}}}
