@@ -110,7 +110,7 @@ EOF
 config=Caddyfile.example
 if [ "$gw_port$app_port$admin_port$data" != "808090802019./data" ]; then
 	config="$demo/Caddyfile"
-	sed -e "s#localhost:8080#localhost:$gw_port#g" -e "s#127.0.0.1:9080#127.0.0.1:$app_port#g" \
+	sed -e "s#localhost:8080#localhost:$gw_port#g" -e "s#http://:8080#http://:$gw_port#g" -e "s#127.0.0.1:9080#127.0.0.1:$app_port#g" \
 		-e "s#localhost:2019#127.0.0.1:$admin_port#g" -e "s#\./data/demo/#$demo/#g" \
 		Caddyfile.example >"$config"
 fi
@@ -139,6 +139,29 @@ pids+=($!)
 http_get() {
 	exec 3<>"/dev/tcp/127.0.0.1/$gw_port" || return 1
 	printf 'GET %s HTTP/1.0\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' "$1" "$gw_port" >&3
+	sed -n '1,/^\r$/p' <&3 | tr -d '\r'
+	exec 3<&-
+}
+
+# http_login PATH: opens a login URL as a browser does (its page, then the page's post of
+# the one-time code with the CSRF cookie and field) and prints the status line and headers
+# of the answer that ends it. A page without the form (a refusal) is printed as it is.
+http_login() {
+	local page cookie csrf body
+	exec 3<>"/dev/tcp/127.0.0.1/$gw_port" || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' "$1" "$gw_port" >&3
+	page=$(tr -d '\r' <&3)
+	exec 3<&-
+	cookie=$(printf '%s\n' "$page" | sed -n 's/^Set-Cookie: \(pg_csrf=[^;]*\).*/\1/Ip')
+	csrf=$(printf '%s\n' "$page" | sed -n 's/.*name="csrf" value="\([^"]*\)".*/\1/p')
+	if [ -z "$cookie" ] || [ -z "$csrf" ]; then
+		printf '%s\n' "$page" | sed -n '1,/^$/p'
+		return 0
+	fi
+	body="code=${1#*code=}&csrf=$csrf"
+	exec 3<>"/dev/tcp/127.0.0.1/$gw_port" || return 1
+	printf 'POST /app/login HTTP/1.0\r\nHost: localhost:%s\r\nCookie: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+		"$gw_port" "$cookie" "${#body}" "$body" >&3
 	sed -n '1,/^\r$/p' <&3 | tr -d '\r'
 	exec 3<&-
 }
@@ -173,14 +196,14 @@ if [ "$mode" = check ]; then
 		"$gateway/app/login?code="*) ;;
 		*) fail "the $kind link answered $url, not a login URL" ;;
 		esac
-		headers=$(http_get "${url#"$gateway"}")
+		headers=$(http_login "${url#"$gateway"}")
 		location=$(printf '%s\n' "$headers" | sed -n 's/^Location: //Ip')
 		status=$(printf '%s\n' "$headers" | head -1)
 		case "$kind:$location" in
 		main:/app/signin | main:/app | go:/go) echo "run.sh --check: $kind link → $location ok" ;;
 		*) fail "the $kind login URL answered '$status' → '$location'" ;;
 		esac
-		again=$(http_get "${url#"$gateway"}" | head -1)
+		again=$(http_login "${url#"$gateway"}" | head -1)
 		case "$again" in
 		*" 410 "*) echo "run.sh --check: $kind login URL refused on second use ok" ;;
 		*) fail "the $kind login URL answered '$again' on second use, want 410" ;;
