@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -227,5 +228,54 @@ func TestLoadKeySetFile(t *testing.T) {
 		if _, err := LoadKeySetFile(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadKeySetFile(%s) = %v, want an error containing %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestParseKeySetDocumentedLimits: SECURITY.md, "Key sets": at most 64 keys per set; a
+// kid of at most 256 bytes (bytes, not characters: a multi-byte kid counts its UTF-8
+// length); an RSA modulus that is odd (an even one is no product of two odd primes).
+func TestParseKeySetDocumentedLimits(t *testing.T) {
+	if MaxKeys != 64 || MaxKeyIDLength != 256 {
+		t.Fatalf("MaxKeys, MaxKeyIDLength = %d, %d, want the documented 64, 256", MaxKeys, MaxKeyIDLength)
+	}
+	k := keys(t)
+	ecKeys := func(n int) []map[string]any {
+		ks := make([]map[string]any, n)
+		for i := range ks {
+			ks[i] = jwkJSON(t, &k.EC.PublicKey, fmt.Sprintf("ec-%02d", i), "", nil)
+		}
+		return ks
+	}
+	evenN := fakeRSAKey(t, 2048, 65537)
+	evenN.N.SetBit(evenN.N, 0, 0)
+	ecWithKid := func(kid string) map[string]any { return jwkJSON(t, &k.EC.PublicKey, kid, "", nil) }
+
+	for _, tc := range []struct {
+		name    string
+		keys    []map[string]any
+		wantErr string // "" for a set that loads
+	}{
+		{"64 keys", ecKeys(64), ""},
+		{"65 keys", ecKeys(65), "65 keys, more than 64"},
+		{"kid of 256 bytes", []map[string]any{ecWithKid(strings.Repeat("k", 256))}, ""},
+		{"kid of 257 bytes", []map[string]any{ecWithKid(strings.Repeat("k", 257))}, "kid is longer than 256 bytes"},
+		{"kid of 128 two-byte characters, 256 bytes", []map[string]any{ecWithKid(strings.Repeat("é", 128))}, ""},
+		{"kid of 129 two-byte characters, 258 bytes", []map[string]any{ecWithKid(strings.Repeat("é", 129))}, "kid is longer than 256 bytes"},
+		{"odd modulus", []map[string]any{jwkJSON(t, fakeRSAKey(t, 2048, 65537), "odd", "", nil)}, ""},
+		{"even modulus", []map[string]any{jwkJSON(t, evenN, "even", "", nil)}, "RSA modulus is even"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseKeySet(jwksJSON(t, tc.keys...))
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("ParseKeySet(%s) = %v, want a set", tc.name, err)
+			case tc.wantErr == "" && s.Len() != len(tc.keys):
+				t.Errorf("ParseKeySet(%s).Len() = %d, want %d", tc.name, s.Len(), len(tc.keys))
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("ParseKeySet(%s) = set of %d keys, want an error %q", tc.name, s.Len(), tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Errorf("ParseKeySet(%s) = %q, want it to contain %q", tc.name, err, tc.wantErr)
+			}
+		})
 	}
 }
