@@ -200,10 +200,10 @@ type Partner struct {
 	// Leeway overrides the handler's leeway for this partner; a negative value means none.
 	Leeway caddy.Duration `json:"leeway,omitempty"`
 
-	// NonceMinLength is the shortest nonce accepted, in characters. Default 16.
+	// NonceMinLength is the shortest nonce accepted, in bytes. Default 16.
 	NonceMinLength int `json:"nonce_min_length,omitempty"`
 
-	// NonceMaxLength is the longest nonce accepted, in characters. Default 256.
+	// NonceMaxLength is the longest nonce accepted, in bytes. Default 256.
 	NonceMaxLength int `json:"nonce_max_length,omitempty"`
 }
 
