@@ -58,20 +58,23 @@ func TestEveryVerifierRejectionThroughTheGateway(t *testing.T) {
 	if err := os.WriteFile(jwks, linktokentest.KeySetJSON(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// One handler per rule set: the rule sets share the cases' issuer and audience, which
+	// partners of one handler may not (probe finding 7 of issue 13).
+	up := harness.NewUpstream(t)
 	partnerOf := map[string]string{}
-	var blocks strings.Builder
+	var routes strings.Builder
 	for _, c := range cases {
 		key := fmt.Sprintf("%+v", c.Rules)
 		if _, ok := partnerOf[key]; !ok {
 			name := fmt.Sprintf("rules%d", len(partnerOf))
 			partnerOf[key] = name
-			blocks.WriteString(casebookPartner(name, jwks, c.Rules))
+			fmt.Fprintf(&routes, "\troute /partner/%s/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy %s\n\t}\n",
+				name, casebookPartner(name, jwks, c.Rules), up.Addr())
 		}
 	}
-	up := harness.NewUpstream(t)
 	g := harness.StartCaddy(t, harness.Config{
-		Caddyfile: harness.PartnersCaddyfile,
-		Vars:      map[string]string{"partners": blocks.String(), "upstream": up.Addr()},
+		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n{{.Vars.routes}}}\n",
+		Vars:      map[string]string{"routes": routes.String()},
 	})
 	set := linktokentest.KeySet(t)
 

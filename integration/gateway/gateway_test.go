@@ -17,7 +17,10 @@ import (
 const (
 	issuer   = "https://partner.example"
 	audience = "partnergate-demo"
-	secret   = "an-upstream-secret-of-32-bytes-or-more"
+	// goOnlyAudience is the gonly partner's: partners of one handler may not share an
+	// issuer and audience (probe finding 7 of issue 13).
+	goOnlyAudience = "partnergate-demo-go"
+	secret         = "an-upstream-secret-of-32-bytes-or-more"
 )
 
 // gatewayCaddyfile is Caddyfile.example's shape on free ports, with the gateway's own log
@@ -53,7 +56,7 @@ http://127.0.0.1:{{.Port}} {
 			partner gonly {
 				{{.Vars.keys}}
 				issuer ` + issuer + `
-				audience ` + audience + `
+				audience ` + goOnlyAudience + `
 				kinds go
 			}
 			upstream_secret {env.TEST_UPSTREAM_SECRET}

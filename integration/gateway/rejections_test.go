@@ -75,7 +75,7 @@ func TestRejectionsNeverReachUpstream(t *testing.T) {
 		{"short nonce", tokenCase(harness.Token{Nonce: "short"}), 400, "nonce_invalid"},
 		{"invalid payload", tokenCase(harness.Token{Payload: badPayload}), 400, "payload_invalid"},
 		{"main link to go-only partner", func() *harness.Response {
-			return g.PostURL(t, "gonly", mint(t, key, harness.Token{}))
+			return g.PostURL(t, "gonly", mint(t, key, harness.Token{Audience: goOnlyAudience}))
 		}, 403, "kind_not_allowed"},
 	}
 	for _, tt := range tests {

@@ -48,6 +48,9 @@ func checkVerdict(t *testing.T, tok, jwks string, extra ...string) (int, string,
 	return r.code, m[2], r.stdout
 }
 
+// goOnlyAudience is the audience of the Go-only partner.
+const goOnlyAudience = audience + "-go"
+
 // TestCheckAgreesWithGateway sends tokens broken in every way the gateway's verifier
 // rejects to the real gateway and to `partnerlink check`, and compares verdicts and codes.
 func TestCheckAgreesWithGateway(t *testing.T) {
@@ -58,8 +61,10 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 	jwks := harness.WriteJWKS(t, t.TempDir(), rsa, ps, ec)
 	c, _ := startGateway(t,
 		partner("all", "jwks_file "+jwks),
-		partner("gonly", "jwks_file "+jwks, "kinds go"),
-		partner("ecnly", "jwks_file "+jwks, "algorithms ES256"),
+		// Partners of one handler need an issuer and audience each (the gateway refuses a
+		// shared pair, probe finding 7 of issue 13).
+		harness.PartnerBlock("gonly", "jwks_file "+jwks, "issuer "+issuer, "audience "+goOnlyAudience, "kinds go"),
+		harness.PartnerBlock("ecnly", "jwks_file "+jwks, "issuer "+issuer, "audience "+audience+"-ec", "algorithms ES256"),
 	)
 	statuses := guideStatuses(t)
 	now := time.Now()
@@ -164,7 +169,9 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 		{"payload field a number", "all", nil, func() string {
 			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"employeeId": 1001} }))
 		}, "payload_invalid"},
-		{"main link to a Go-only partner", "gonly", []string{"--kind", "go"}, func() string { return ec.Sign(t, valid) }, "kind_not_allowed"},
+		{"main link to a Go-only partner", "gonly", []string{"--kind", "go", "--aud", goOnlyAudience}, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Audience = goOnlyAudience }))
+		}, "kind_not_allowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -91,9 +91,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if d.NextArg() {
 				return d.ArgErr()
 			}
+			file, line := d.File(), d.Line()
 			p, err := unmarshalPartner(d, name)
 			if err != nil {
 				return err
+			}
+			if other := sharedIssuerAudience(h.Partners, name, p); other != "" {
+				return fmt.Errorf("%s, at %s:%d", sharedIssuerAudienceError(other, name, p), file, line)
 			}
 			if h.Partners == nil {
 				h.Partners = make(map[string]*Partner)

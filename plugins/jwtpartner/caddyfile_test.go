@@ -73,6 +73,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "unknown option", input: "jwt_partner {\n" + partner + "\nfoo bar\n}", err: `unrecognized subdirective "foo"`},
 		{name: "duplicate option", input: "jwt_partner {\n" + partner + "\nleeway 1s\nleeway 2s\n}", err: "leeway: given more than once"},
 		{name: "duplicate partner", input: "jwt_partner {\n" + partner + "\n" + partner + "\n}", err: "partner demo: configured more than once"},
+		{name: "shared issuer and audience", input: "jwt_partner {\n" + partner + "\npartner other {\nissuer https://partner.example\naudience partnergate-demo\njwks_url https://x.example/j\n}\n}", err: `partners demo and other have the same issuer "https://partner.example" and audience "partnergate-demo"`},
+		{name: "shared issuer and audience names the line", input: "jwt_partner {\n" + partner + "\npartner other {\nissuer https://partner.example\naudience partnergate-demo\njwks_url https://x.example/j\n}\n}", err: "give each partner its own audience, at Testfile:7"},
 		{name: "bad partner name", input: "jwt_partner {\npartner Demo! {\n}\n}", err: "partner name"},
 		{name: "partner without name", input: "jwt_partner {\npartner\n}", err: "wrong argument count"},
 		{name: "partner with two names", input: "jwt_partner {\npartner a b {\n}\n}", err: "wrong argument count"},

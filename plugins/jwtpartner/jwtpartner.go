@@ -262,11 +262,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.store = store
 	}
 
-	h.partners = make(map[string]*partnerState, len(h.Partners))
 	for name, p := range h.Partners {
 		if p == nil {
 			return fmt.Errorf("partner %s: no configuration", name)
 		}
+		if other := sharedIssuerAudience(h.Partners, name, p); other != "" && other < name {
+			return errors.New(sharedIssuerAudienceError(other, name, p))
+		}
+	}
+	h.partners = make(map[string]*partnerState, len(h.Partners))
+	for name, p := range h.Partners {
 		ps, err := h.provisionPartner(ctx, name, p)
 		if err != nil {
 			return fmt.Errorf("partner %s: %v", name, err)

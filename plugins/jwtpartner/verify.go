@@ -3,6 +3,7 @@ package jwtpartner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -78,6 +79,28 @@ func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
 		r.Kinds = append(r.Kinds, kind)
 	}
 	return r, nil
+}
+
+// sharedIssuerAudience returns the first partner, by name, other than name whose issuer
+// and audience are p's, or "". Two such partners would accept each other's tokens, each
+// once (the nonce is claimed per partner), whenever they share keys too (probe finding 7);
+// a configuration that asks for it is refused rather than left to the partners' keys.
+func sharedIssuerAudience(partners map[string]*Partner, name string, p *Partner) string {
+	var names []string
+	for other, q := range partners {
+		if other != name && q != nil && q.Issuer == p.Issuer && q.Audience == p.Audience {
+			names = append(names, other)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return slices.Min(names)
+}
+
+// sharedIssuerAudienceError says which two partners share an issuer and audience.
+func sharedIssuerAudienceError(a, b string, p *Partner) string {
+	return fmt.Sprintf("partners %s and %s have the same issuer %q and audience %q: a token for one would be accepted by the other; give each partner its own audience", a, b, p.Issuer, p.Audience)
 }
 
 func firstDuration(ds ...caddy.Duration) time.Duration {

@@ -37,7 +37,9 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		{"missing key file", func(h *Handler) { h.Partners["demo"].JWKSFile = jwks + ".missing" }, "partner demo: jwks_file"},
 		{"lifetime over 5m", func(h *Handler) { h.MaxLifetime = caddy.Duration(6 * 60e9) }, "max_lifetime 6m0s"},
 		{"bad kind", func(h *Handler) { h.Partners["demo"].Kinds = []string{"web"} }, `kinds: "web"`},
-		{"bad partner name", func(h *Handler) { h.Partners["Demo!"] = good() }, `partner name "Demo!"`},
+		{"bad partner name", func(h *Handler) { h.Partners["Demo!"] = &Partner{Issuer: "i", Audience: "b", JWKSFile: jwks} }, `partner name "Demo!"`},
+		// Probe finding 7: a token would be accepted once at each partner of the pair.
+		{"shared issuer and audience", func(h *Handler) { h.Partners["other"] = good() }, `partners demo and other have the same issuer "i" and audience "a"`},
 		{"bad errors mode", func(h *Handler) { h.Errors = "silent" }, `errors "silent"`},
 		{"bad header prefix", func(h *Handler) { h.HeaderPrefix = "X Partner" }, "header_prefix"},
 		{"short secret", func(h *Handler) { h.UpstreamSecret = "short" }, "upstream_secret: shorter than 32 bytes"},
