@@ -77,7 +77,8 @@ const (
 //	{http.jwt_partner.kid}         the kid of the verifying key
 //	{http.jwt_partner.alg}         the token's alg (RS256, PS256 or ES256)
 //	{http.jwt_partner.request_id}  the request id (also in error responses and the log line)
-//	{http.jwt_partner.claims}      the verified claim set, base64url JSON as signed
+//	{http.jwt_partner.claims}      the verified claim set, base64url JSON as signed (less
+//	                               any optional field dropped as malformed)
 //	{http.jwt_partner.<field>}     one per non-empty payload field, by its JSON path:
 //	                               employeeId, employeeUsername, employeeFirstname,
 //	                               employeeLastname, employeeEmail, organizationName,
