@@ -1,0 +1,264 @@
+// Package example runs the repository's Caddyfile.example, as ./run.sh does, on free ports
+// with a recording upstream in the app service's place, and checks what the example
+// configuration promises beyond the jwt_partner handler: no query string in any log line,
+// a clear answer for a Host it does not serve, and server timeouts that end a request whose
+// body never comes (probe findings 6, 10 and 12 of issue 13), and what it cannot promise
+// about request trailers (finding 9).
+package example
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/integration/harness"
+)
+
+// exampleFile, when set, is run instead of the repository's Caddyfile.example: to show
+// that the tests fail on the example as it was before the probe's findings were fixed.
+var exampleFile = flag.String("example", "", "a Caddyfile to run instead of Caddyfile.example")
+
+// TestMain removes the caddy the harness builds for these tests once they have run.
+func TestMain(m *testing.M) { harness.Main(m) }
+
+// example is Caddyfile.example running against a recording upstream.
+type example struct {
+	*harness.Caddy
+	up   *harness.Upstream
+	host string // the site's Host, localhost:port
+}
+
+// startExample starts Caddyfile.example with its addresses replaced as run.sh replaces
+// them, and the demo partner's key file made by the test.
+func startExample(t *testing.T) *example {
+	t.Helper()
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "Caddyfile.example")
+	if *exampleFile != "" {
+		file = *exampleFile
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	for _, r := range []struct{ old, new string }{
+		{"localhost:8080", "localhost:{{.Port}}"},
+		{"127.0.0.1:9080", "{{.Vars.upstream}}"},
+		{"localhost:2019", "{{.Admin}}"},
+		{"./data/demo/jwks.json", "{{.Vars.jwks}}"},
+	} {
+		if !strings.Contains(text, r.old) {
+			t.Fatalf("Caddyfile.example has no %q: update this test and run.sh together", r.old)
+		}
+		text = strings.ReplaceAll(text, r.old, r.new)
+	}
+	// The catch-all site for other hosts (finding 10); absent before it was added.
+	text = strings.ReplaceAll(text, "http://:8080", "http://:{{.Port}}")
+
+	up := harness.NewUpstream(t)
+	jwks := harness.WriteJWKS(t, t.TempDir(), harness.NewKey(t, "ES256", "demo-1"))
+	c := harness.StartCaddy(t, harness.Config{
+		Caddyfile: text,
+		Vars:      map[string]string{"upstream": up.Addr(), "jwks": jwks},
+		Env:       []string{"PARTNERGATE_UPSTREAM_SECRET=example-test-upstream-secret-0123456789abcdef"},
+	})
+	return &example{Caddy: c, up: up, host: "localhost:" + strconv.Itoa(c.Port)}
+}
+
+// get sends GET path with the site's Host and the given extra headers.
+func (e *example) get(t *testing.T, path string, header http.Header) *harness.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = e.host
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	return harness.Do(t, req)
+}
+
+// waitForLog waits until caddy's output holds want; the deadline only keeps a broken test
+// from hanging.
+func (e *example) waitForLog(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		logs := e.Logs()
+		if strings.Contains(logs, want) {
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in caddy's output after 30s:\n%s", want, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestExampleLogsNoQuery: probe finding 6. The app service's one-time login code, and a
+// token under any query name, must not reach the access log or the error log: not from the
+// request URI, not from a Referer, not from a Location the upstream answers with.
+func TestExampleLogsNoQuery(t *testing.T) {
+	e := startExample(t)
+	e.up.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/app/form-done":
+			http.Redirect(w, r, "/app/login?code=secret-location-code", http.StatusSeeOther)
+		case "/app/broken":
+			panic(http.ErrAbortHandler) // the connection drops: caddy logs a 502 error line
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	secrets := map[string]string{
+		"/app/login?code=secret-login-code":                "secret-login-code",
+		"/app/page?jwt=secret-jwt":                         "secret-jwt",
+		"/app/page?access_token=secret-access-token":       "secret-access-token",
+		"/app/page?token=secret-token&x=1":                 "secret-token",
+		"/app/page?payload=secret-payload":                 "secret-payload",
+		"/partner/demo/url?token=secret-partner-token":     "secret-partner-token",
+		"/app/broken?code=secret-error-code":               "secret-error-code",
+		"/app/page?a=1&code=secret-second-code#fragment-x": "secret-second-code",
+	}
+	for path := range secrets {
+		e.get(t, path, nil)
+	}
+	e.get(t, "/app/page", http.Header{"Referer": {"http://partner.example/case?code=secret-referer-code"}})
+	secrets["referer"] = "secret-referer-code"
+	if r := e.get(t, "/app/form-done", nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("GET /app/form-done = %d, want the upstream's 303", r.StatusCode)
+	}
+	secrets["location"] = "secret-location-code"
+	e.get(t, "/app/last-request", nil)
+
+	logs := e.waitForLog(t, `"uri":"/app/last-request"`)
+	// The lines are there, with their queries cut: the filter ran, the lines were not lost.
+	for _, want := range []string{`"uri":"/app/login?-"`, `"uri":"/app/page?-"`, `"logger":"http.log.error`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("caddy's output has no %s:\n%s", want, logs)
+		}
+	}
+	for what, s := range secrets {
+		if strings.Contains(logs, s) {
+			t.Errorf("caddy's output carries %q (from %s)", s, what)
+		}
+	}
+}
+
+// TestExampleUnknownHost: probe finding 10. A partner configured with the gateway's
+// address under another name (here 127.0.0.1:port) gets a 421 that names the right host,
+// not an empty 200 it would read as success.
+func TestExampleUnknownHost(t *testing.T) {
+	e := startExample(t)
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/partner/demo/url", strings.NewReader("a.b.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	r := harness.Do(t, req) // Host: 127.0.0.1:port
+	if r.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(r.Body), "http://"+e.host) {
+		t.Errorf("POST to Host 127.0.0.1 = %d %q, want 421 naming http://%s", r.StatusCode, r.Body, e.host)
+	}
+	if n := len(e.up.Requests()); n != 0 {
+		t.Errorf("the upstream received %d requests for an unknown host, want 0", n)
+	}
+	// The right host still works.
+	if r := e.get(t, "/app/page", nil); r.StatusCode != http.StatusOK {
+		t.Errorf("GET /app/page on %s = %d, want 200", e.host, r.StatusCode)
+	}
+}
+
+// TestExampleBodyNeverSent: probe finding 12. A POST to an app route that announces a
+// body and never sends it is ended by the server's timeouts (read_body 10s in the example):
+// the client gets an error status or a closed connection. Without them Caddy waits at
+// least a minute; the test allows 45s.
+func TestExampleBodyNeverSent(t *testing.T) {
+	e := startExample(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /app/signin HTTP/1.1\r\nHost: "+e.host+
+		"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nusername=a"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := conn.SetReadDeadline(start.Add(45 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	switch {
+	case err == nil:
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("POST whose body never came = %d, want an error status or a closed connection", resp.StatusCode)
+		}
+		t.Logf("answered %d after %v", resp.StatusCode, time.Since(start).Round(time.Second))
+	case isTimeout(err):
+		t.Fatalf("POST whose body never came: connection still open after %v", time.Since(start).Round(time.Second))
+	default:
+		t.Logf("connection closed after %v: %v", time.Since(start).Round(time.Second), err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestExampleTrailers: probe finding 9, what the example cannot change. Caddy 2.11's
+// reverse_proxy forwards a chunked request's trailers, declared or not, and net/http drops
+// the Trailer header before any matcher could see it, so neither header_up nor a matcher
+// can strip or refuse them. What keeps an X-Partner-* trailer from posing as the gateway's
+// header is the upstream: Go's net/http, which the app service is built on, keeps trailers
+// in Request.Trailer and never merges them into Request.Header. The test pins both facts,
+// so that a change in either (Caddy starts dropping trailers, or the stand-in upstream sees
+// one as a header) is noticed.
+func TestExampleTrailers(t *testing.T) {
+	e := startExample(t)
+	trailers := make(chan http.Header, 1)
+	e.up.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		trailers <- r.Trailer.Clone() // the harness read the body, so the trailers are in
+		io.WriteString(w, "ok")
+	})
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/app/signin", io.NopCloser(strings.NewReader("username=a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = e.host
+	req.ContentLength = -1 // chunked
+	req.Trailer = http.Header{"X-Partner-Id": {"forged"}}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if r := harness.Do(t, req); r.StatusCode != http.StatusOK {
+		t.Fatalf("chunked POST with a trailer = %d, want 200", r.StatusCode)
+	}
+	got := e.up.Last(t)
+	for k := range got.Header {
+		if strings.HasPrefix(strings.ToLower(k), "x-partner") {
+			t.Errorf("the upstream saw request header %s from a trailer", k)
+		}
+	}
+	select {
+	case tr := <-trailers:
+		if tr.Get("X-Partner-Id") != "forged" {
+			t.Errorf("the upstream's trailers = %v: Caddy no longer forwards request trailers; update the note on finding 9 in SECURITY.md", tr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the upstream handler did not run")
+	}
+}
