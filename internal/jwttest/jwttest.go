@@ -173,8 +173,11 @@ func HeaderJSON(alg, kid string) string {
 
 // MainClaims is a valid main-client link issued at Now, with every payload field set but
 // the contact's ssn, gender, middle name and diagnosis.
-func MainClaims() map[string]any {
-	nbf := Now.Unix()
+func MainClaims() map[string]any { return MainClaimsAt(Now) }
+
+// MainClaimsAt is MainClaims issued at another instant, for a verifier on a real clock.
+func MainClaimsAt(at time.Time) map[string]any {
+	nbf := at.Unix()
 	return map[string]any{
 		"iss": Issuer, "aud": Audience, "nbf": nbf, "iat": nbf, "exp": nbf + 300,
 		"nonce":             Nonce,
@@ -194,8 +197,11 @@ func MainClaims() map[string]any {
 }
 
 // GoClaims is a valid Go link issued at Now.
-func GoClaims() map[string]any {
-	c := MainClaims()
+func GoClaims() map[string]any { return GoClaimsAt(Now) }
+
+// GoClaimsAt is GoClaims issued at another instant.
+func GoClaimsAt(at time.Time) map[string]any {
+	c := MainClaimsAt(at)
 	for _, k := range []string{"employeeId", "employeeUsername", "employeeFirstname", "employeeLastname", "employeeEmail"} {
 		delete(c, k)
 	}
@@ -225,8 +231,11 @@ func Resign(tb testing.TB, header, claims, alg, kid string) string {
 }
 
 // WithClaims returns a valid main-client claim set changed by f.
-func WithClaims(f func(c map[string]any)) map[string]any {
-	c := MainClaims()
+func WithClaims(f func(c map[string]any)) map[string]any { return WithClaimsAt(Now, f) }
+
+// WithClaimsAt is WithClaims issued at another instant.
+func WithClaimsAt(at time.Time, f func(c map[string]any)) map[string]any {
+	c := MainClaimsAt(at)
 	f(c)
 	return c
 }
@@ -235,7 +244,13 @@ func WithClaims(f func(c map[string]any)) map[string]any {
 // everything else valid, to isolate the member under test.
 func RawClaims(tb testing.TB, member, rawValue string) string {
 	tb.Helper()
-	c := MainClaims()
+	return RawClaimsAt(tb, Now, member, rawValue)
+}
+
+// RawClaimsAt is RawClaims issued at another instant.
+func RawClaimsAt(tb testing.TB, at time.Time, member, rawValue string) string {
+	tb.Helper()
+	c := MainClaimsAt(at)
 	delete(c, member)
 	s := ClaimsJSON(tb, c)
 	return `{"` + member + `":` + rawValue + `,` + s[1:]

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 )
@@ -40,13 +41,16 @@ type Acceptance struct {
 
 // Acceptances returns the accepted cases. Each call builds a fresh table; tokens are made
 // only when Token is called.
-func Acceptances() []Acceptance {
+func Acceptances() []Acceptance { return AcceptancesAt(Now) }
+
+// AcceptancesAt is Acceptances with the tokens issued at another instant.
+func AcceptancesAt(at time.Time) []Acceptance {
 	mainWith := func(f func(c map[string]any)) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", withClaims(f)) }
+		return func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", jwttest.WithClaimsAt(at, f)) }
 	}
 	goWith := func(f func(c map[string]any)) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			c := GoClaims()
+			c := jwttest.GoClaimsAt(at)
 			f(c)
 			return Token(tb, linktoken.ES256, "ec-1", c)
 		}
@@ -56,7 +60,7 @@ func Acceptances() []Acceptance {
 	withHints := func(alg, kid string, hints func(tb testing.TB) string) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
 			h := `{"alg":"` + alg + `","typ":"JWT","kid":"` + kid + `",` + hints(tb) + `}`
-			return resign(tb, h, claimsJSON(tb, MainClaims()), alg, kid)
+			return resign(tb, h, claimsJSON(tb, jwttest.MainClaimsAt(at)), alg, kid)
 		}
 	}
 	partnerKey := func(tb testing.TB) crypto.Signer { return keys(tb).RSA }
@@ -122,7 +126,7 @@ func Acceptances() []Acceptance {
 		c := &cases[i]
 		c.Rules.Issuer, c.Rules.Audience = Issuer, Audience
 		if c.Now.IsZero() {
-			c.Now = Now
+			c.Now = at
 		}
 	}
 	return cases

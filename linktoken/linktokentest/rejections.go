@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 )
@@ -36,23 +37,28 @@ type Rejection struct {
 // Rejections returns every rejection case of the gateway's verifier: framing, header,
 // signature and claim rules, in the order the verifier applies them. Each call builds a
 // fresh table; tokens are made only when Token is called.
-func Rejections() []Rejection {
+func Rejections() []Rejection { return RejectionsAt(Now) }
+
+// RejectionsAt is Rejections with the valid token issued at another instant: a case's Now
+// keeps its offset from the issue instant, so a verifier on a real clock (the running
+// gateway) can be given each case at the moment it is meant for.
+func RejectionsAt(at time.Time) []Rejection {
 	var all []Rejection
-	for _, group := range [][]Rejection{framingCases(), headerCases(), signatureCases(), claimCases()} {
+	for _, group := range [][]Rejection{framingCases(at), headerCases(at), signatureCases(at), claimCases(at)} {
 		all = append(all, group...)
 	}
 	for i := range all {
 		c := &all[i]
 		c.Rules.Issuer, c.Rules.Audience = Issuer, Audience
 		if c.Now.IsZero() {
-			c.Now = Now
+			c.Now = at
 		}
 	}
 	return all
 }
 
-func framingCases() []Rejection {
-	valid := func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", MainClaims()) }
+func framingCases(at time.Time) []Rejection {
+	valid := func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at)) }
 	edit := func(f func(tok string) string) func(tb testing.TB) string {
 		return func(tb testing.TB) string { return f(valid(tb)) }
 	}
@@ -100,21 +106,21 @@ func framingCases() []Rejection {
 			return b64u([]byte("alg RS256")) + "." + seg(valid(tb))[1] + "." + seg(valid(tb))[2]
 		}, Want: linktoken.CodeTokenMalformed},
 		{Name: "header null", Token: func(tb testing.TB) string {
-			return resign(tb, `null`, claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+			return resign(tb, `null`, claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: linktoken.CodeTokenMalformed},
 		{Name: "header JSON array", Token: func(tb testing.TB) string {
-			return resign(tb, `["RS256","JWT"]`, claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+			return resign(tb, `["RS256","JWT"]`, claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: linktoken.CodeTokenMalformed},
 		{Name: "header invalid UTF-8", Token: func(tb testing.TB) string {
-			return resign(tb, "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa-1\",\"x\":\"\xff\"}", claimsJSON(tb, MainClaims()), linktoken.RS256, "rsa-1")
+			return resign(tb, "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa-1\",\"x\":\"\xff\"}", claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: linktoken.CodeTokenMalformed},
 	}
 }
 
 const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-func headerCases() []Rejection {
-	claims := func(tb testing.TB) string { return claimsJSON(tb, MainClaims()) }
+func headerCases(at time.Time) []Rejection {
+	claims := func(tb testing.TB) string { return claimsJSON(tb, jwttest.MainClaimsAt(at)) }
 	withHeader := func(header, alg, kid string) func(tb testing.TB) string {
 		return func(tb testing.TB) string { return resign(tb, header, claims(tb), alg, kid) }
 	}
@@ -250,8 +256,8 @@ func headerCases() []Rejection {
 	return cases
 }
 
-func signatureCases() []Rejection {
-	claims := func(tb testing.TB) string { return claimsJSON(tb, MainClaims()) }
+func signatureCases(at time.Time) []Rejection {
+	claims := func(tb testing.TB) string { return claimsJSON(tb, jwttest.MainClaimsAt(at)) }
 	replaceSig := func(alg string, f func(tb testing.TB, sig []byte) []byte) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
 			tok := resign(tb, headerJSON(alg, kidFor(alg)), claims(tb), alg, kidFor(alg))
@@ -291,7 +297,7 @@ func signatureCases() []Rejection {
 			// Sign until the signature starts with a zero byte (1 in 256), then strip it: the
 			// integer is the same, the encoding is not the modulus's length.
 			for i := 0; i < 5000; i++ {
-				c := MainClaims()
+				c := jwttest.MainClaimsAt(at)
 				c["nonce"] = Nonce + strings.Repeat("x", i%50) + string(rune('a'+i%26))
 				c["caseId"] = "case-" + big.NewInt(int64(i)).String()
 				tok := Token(tb, linktoken.RS256, "rsa-1", c)
@@ -307,9 +313,9 @@ func signatureCases() []Rejection {
 		{Name: "PS256 flipped bit", Token: replaceSig(linktoken.PS256, func(tb testing.TB, sig []byte) []byte { sig[100] ^= 0x80; return sig }), Want: linktoken.CodeSignatureInvalid},
 		{Name: "RS256 all zero", Token: replaceSig(linktoken.RS256, func(tb testing.TB, sig []byte) []byte { return make([]byte, len(sig)) }), Want: linktoken.CodeSignatureInvalid},
 		{Name: "claims changed after signing", Token: func(tb testing.TB) string {
-			tok := Token(tb, linktoken.ES256, "ec-1", MainClaims())
+			tok := Token(tb, linktoken.ES256, "ec-1", jwttest.MainClaimsAt(at))
 			s := strings.Split(tok, ".")
-			c := MainClaims()
+			c := jwttest.MainClaimsAt(at)
 			c["employeeId"] = "admin"
 			return s[0] + "." + b64u([]byte(claimsJSON(tb, c))) + "." + s[2]
 		}, Want: linktoken.CodeSignatureInvalid},
@@ -320,8 +326,8 @@ func signatureCases() []Rejection {
 			return signRaw(tb, headerJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, keys(tb).EC2)
 		}, Want: linktoken.CodeSignatureInvalid},
 		{Name: "RS256 with a signature of other claims", Token: func(tb testing.TB) string {
-			a := strings.Split(Token(tb, linktoken.RS256, "rsa-1", MainClaims()), ".")
-			b := strings.Split(Token(tb, linktoken.RS256, "rsa-1", GoClaims()), ".")
+			a := strings.Split(Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at)), ".")
+			b := strings.Split(Token(tb, linktoken.RS256, "rsa-1", jwttest.GoClaimsAt(at)), ".")
 			return a[0] + "." + a[1] + "." + b[2]
 		}, Want: linktoken.CodeSignatureInvalid},
 	}
@@ -342,23 +348,23 @@ func derSignature(r, s *big.Int) []byte {
 	return append([]byte{0x30, byte(len(body))}, body...)
 }
 
-func claimCases() []Rejection {
+func claimCases(at time.Time) []Rejection {
 	header := headerJSON(linktoken.ES256, "ec-1")
 	raw := func(claims string) func(tb testing.TB) string {
 		return func(tb testing.TB) string { return resign(tb, header, claims, linktoken.ES256, "ec-1") }
 	}
 	member := func(name, value string) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			return resign(tb, header, rawClaims(tb, name, value), linktoken.ES256, "ec-1")
+			return resign(tb, header, jwttest.RawClaimsAt(tb, at, name, value), linktoken.ES256, "ec-1")
 		}
 	}
 	with := func(f func(c map[string]any)) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", withClaims(f)) }
+		return func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", jwttest.WithClaimsAt(at, f)) }
 	}
 	rename := func(from, to string) func(tb testing.TB) string {
 		return with(func(c map[string]any) { c[to] = c[from]; delete(c, from) })
 	}
-	nbf := Now.Unix()
+	nbf := at.Unix()
 	leeway := linktoken.DefaultLeeway
 	return []Rejection{
 		{Name: "claims not JSON", Token: raw(`not json`), Want: linktoken.CodeClaimsInvalid},
@@ -367,13 +373,13 @@ func claimCases() []Rejection {
 		{Name: "claims null", Token: raw(`null`), Want: linktoken.CodeClaimsInvalid},
 		{Name: "claims empty object", Token: raw(`{}`), Want: linktoken.CodeIssuerInvalid},
 		{Name: "claims trailing data", Token: func(tb testing.TB) string {
-			return resign(tb, header, claimsJSON(tb, MainClaims())+`{}`, linktoken.ES256, "ec-1")
+			return resign(tb, header, claimsJSON(tb, jwttest.MainClaimsAt(at))+`{}`, linktoken.ES256, "ec-1")
 		}, Want: linktoken.CodeClaimsInvalid},
 		{Name: "claims invalid UTF-8", Token: func(tb testing.TB) string {
-			return resign(tb, header, rawClaims(tb, "note", "\"\xc3\x28\""), linktoken.ES256, "ec-1")
+			return resign(tb, header, jwttest.RawClaimsAt(tb, at, "note", "\"\xc3\x28\""), linktoken.ES256, "ec-1")
 		}, Want: linktoken.CodeClaimsInvalid},
 		{Name: "duplicate nonce", Token: func(tb testing.TB) string {
-			return resign(tb, header, rawClaims(tb, "nonce", `"`+Nonce+`","nonce":"`+Nonce+`2"`), linktoken.ES256, "ec-1")
+			return resign(tb, header, jwttest.RawClaimsAt(tb, at, "nonce", `"`+Nonce+`","nonce":"`+Nonce+`2"`), linktoken.ES256, "ec-1")
 		}, Want: linktoken.CodeClaimsInvalid},
 		{Name: "duplicate exp", Token: member("exp", `9999999999,"exp":1`), Want: linktoken.CodeClaimsInvalid},
 		{Name: "duplicate employeeId", Token: member("employeeId", `"a","employeeId":"b"`), Want: linktoken.CodeClaimsInvalid},
@@ -428,16 +434,16 @@ func claimCases() []Rejection {
 		{Name: "lifetime to year 9999", Token: with(func(c map[string]any) { c["exp"] = int64(253402300799) }), Want: linktoken.CodeLifetimeTooLong},
 		{Name: "lifetime over a shorter partner maximum", Rules: linktoken.Rules{MaxLifetime: time.Minute},
 			Token: with(func(c map[string]any) { c["exp"] = nbf + 61 }), Want: linktoken.CodeLifetimeTooLong},
-		{Name: "lifetime 301s with leeway inside", Now: Now.Add(time.Second),
+		{Name: "lifetime 301s with leeway inside", Now: at.Add(time.Second),
 			Token: with(func(c map[string]any) { c["exp"] = nbf + 301 }), Want: linktoken.CodeLifetimeTooLong},
 		{Name: "exp equal to nbf", Token: with(func(c map[string]any) { c["exp"] = nbf }), Want: linktoken.CodeClaimsInvalid},
 		{Name: "exp before nbf", Token: with(func(c map[string]any) { c["exp"] = nbf - 10 }), Want: linktoken.CodeClaimsInvalid},
 		{Name: "iat before nbf", Token: with(func(c map[string]any) { c["iat"] = nbf - 1 }), Want: linktoken.CodeClaimsInvalid},
 		{Name: "iat after nbf", Token: with(func(c map[string]any) { c["iat"] = nbf + 1 }), Want: linktoken.CodeClaimsInvalid},
-		{Name: "nbf beyond leeway", Now: Now.Add(-leeway - time.Second), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenNotYetValid},
-		{Name: "expired exactly at exp plus leeway", Now: Now.Add(300*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
-		{Name: "expired one second beyond leeway", Now: Now.Add(301*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
-		{Name: "expired long ago", Now: Now.Add(24 * time.Hour), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "nbf beyond leeway", Now: at.Add(-leeway - time.Second), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenNotYetValid},
+		{Name: "expired exactly at exp plus leeway", Now: at.Add(300*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "expired one second beyond leeway", Now: at.Add(301*time.Second + leeway), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
+		{Name: "expired long ago", Now: at.Add(24 * time.Hour), Token: with(func(c map[string]any) {}), Want: linktoken.CodeTokenExpired},
 		{Name: "nonce missing", Token: with(func(c map[string]any) { delete(c, "nonce") }), Want: linktoken.CodeNonceMissing},
 		{Name: "nonce empty", Token: with(func(c map[string]any) { c["nonce"] = "" }), Want: linktoken.CodeNonceMissing},
 		{Name: "nonce 15 bytes", Token: with(func(c map[string]any) { c["nonce"] = strings.Repeat("n", 15) }), Want: linktoken.CodeNonceInvalid},
@@ -450,7 +456,7 @@ func claimCases() []Rejection {
 		{Name: "main link to a go-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindGo}},
 			Token: with(func(c map[string]any) {}), Want: linktoken.CodeKindNotAllowed},
 		{Name: "go link to a main-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindMain}},
-			Token: func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", GoClaims()) }, Want: linktoken.CodeKindNotAllowed},
+			Token: func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", jwttest.GoClaimsAt(at)) }, Want: linktoken.CodeKindNotAllowed},
 		{Name: "organizationId missing", Token: with(func(c map[string]any) { delete(c, "organizationId") }), Want: linktoken.CodePayloadInvalid, Field: "organizationId"},
 		// A malformed optional value (birthdate "1981-02-29" among them) is dropped, not
 		// refused: see Acceptances. Required fields stay strict.
@@ -458,7 +464,7 @@ func claimCases() []Rejection {
 			c["contact"].(map[string]any)["firstname"] = "   "
 		}), Want: linktoken.CodePayloadInvalid, Field: "contact.firstname"},
 		{Name: "go link with a malformed contact email (required there)", Token: func(tb testing.TB) string {
-			c := GoClaims()
+			c := jwttest.GoClaimsAt(at)
 			c["contact"].(map[string]any)["email"] = "ola at example.org"
 			return Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: linktoken.CodePayloadInvalid, Field: "contact.email"},
@@ -466,7 +472,7 @@ func claimCases() []Rejection {
 		{Name: "main link without employeeId", Token: with(func(c map[string]any) { delete(c, "employeeId") }),
 			Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
 		{Name: "main link with only employeeLastname", Token: func(tb testing.TB) string {
-			c := GoClaims()
+			c := jwttest.GoClaimsAt(at)
 			c["employeeLastname"] = "Ødegård"
 			return Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: linktoken.CodePayloadInvalid, Field: "employeeId"},
@@ -477,7 +483,7 @@ func claimCases() []Rejection {
 		{Name: "contact missing", Token: with(func(c map[string]any) { delete(c, "contact") }), Want: linktoken.CodePayloadInvalid, Field: "contact"},
 		{Name: "control character in a name", Token: with(func(c map[string]any) { c["employeeFirstname"] = "Åse\r\nX-Evil: 1" }), Want: linktoken.CodePayloadInvalid, Field: "employeeFirstname"},
 		{Name: "go link without contact email", Token: func(tb testing.TB) string {
-			c := GoClaims()
+			c := jwttest.GoClaimsAt(at)
 			delete(c["contact"].(map[string]any), "email")
 			return Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: linktoken.CodePayloadInvalid, Field: "contact.email"},
