@@ -103,75 +103,24 @@ const upstreamSecret = "attack-catalogue-upstream-secret-0123456789"
 // soon; a production value is in SECURITY.md.
 const readBodyTimeout = "3s"
 
-var (
-	sharedEnv     *env
-	sharedEnvErr  string
-	sharedEnvOnce sync.Once
-)
+// sharedEnv is the gateway under attack, started once per test process by the first test
+// that asks for it and stopped by harness.Main after all tests.
+var sharedEnv harness.Shared[*env]
 
-// newEnv starts the gateway once per test process: the catalogue and the other tests share
-// it (every nonce is random, so they do not interfere).
+// newEnv returns the shared gateway: the catalogue and the other tests send to one gateway
+// (every token has a random nonce, and every check counts the upstream's requests before and
+// after its own, so they do not interfere). The gateway does not depend on the test that
+// started it: `go test -run TestX` and -shuffle=on run any of them alone or in any order.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	sharedEnvOnce.Do(func() {
-		// The gateway outlives the test that started it; the process exit (TestMain)
-		// stops it.
-		sharedEnv, sharedEnvErr = startEnv(t)
-	})
-	if sharedEnv == nil {
-		t.Fatalf("starting the gateway: %s", sharedEnvErr)
-	}
-	return sharedEnv
+	return sharedEnv.Get(t, startEnv)
 }
 
-// envT is a testing.TB whose Cleanup functions run when the test process ends, so that the
-// shared gateway, upstream and servers outlive the first test that uses them.
-type envT struct {
-	*testing.T
-	mu       sync.Mutex
-	cleanups []func()
-	dirs     []string
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
-func (e *envT) Cleanup(f func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.cleanups = append(e.cleanups, f)
-}
-
-func (e *envT) TempDir() string {
-	d, err := os.MkdirTemp("", "partnergate-attack-")
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	e.mu.Lock()
-	e.dirs = append(e.dirs, d)
-	e.mu.Unlock()
-	return d
-}
-
-func (e *envT) close() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-	for _, d := range e.dirs {
-		os.RemoveAll(d)
-	}
-}
-
-var processT = &envT{}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	processT.close()
-	os.Exit(code)
-}
-
-func startEnv(t *testing.T) (*env, string) {
-	pt := processT
-	pt.T = t
+// startEnv starts the gateway with both partners and every key the tests use. tb belongs to
+// the test process, not to a test (harness.Shared).
+func startEnv(tb testing.TB) *env {
 	e := &env{
 		partners: map[string]partner{
 			"acme": {issuer: "https://acme.example", audience: "svc-link"},
@@ -182,9 +131,9 @@ func startEnv(t *testing.T) (*env, string) {
 		jwksPaths: map[string]string{},
 	}
 	add := func(label, partnerName, alg, kid string, noAlg bool) *testKey {
-		k := harness.NewKey(pt, alg, kid)
+		k := harness.NewKey(tb, alg, kid)
 		k.NoAlg = noAlg
-		tk := newTestKey(pt, k, partnerName)
+		tk := newTestKey(tb, k, partnerName)
 		e.keys[label] = tk
 		return tk
 	}
@@ -195,10 +144,10 @@ func startEnv(t *testing.T) (*env, string) {
 	add("acme-shared", "acme", "ES256", "shared", false)
 	add("beta-es", "beta", "ES256", "beta-es", false)
 	add("beta-shared", "beta", "ES256", "shared", false)
-	e.attacker = newTestKey(pt, harness.NewKey(pt, "RS256", "attacker"), "")
-	e.attackerCert = selfSigned(pt, e.attacker.rsa)
+	e.attacker = newTestKey(tb, harness.NewKey(tb, "RS256", "attacker"), "")
+	e.attackerCert = selfSigned(tb, e.attacker.rsa)
 
-	dir := pt.TempDir()
+	dir := tb.TempDir()
 	vars := map[string]string{"read_body": readBodyTimeout, "secret": upstreamSecret}
 	for _, p := range []string{"acme", "beta"} {
 		var ks []*harness.Key
@@ -207,10 +156,10 @@ func startEnv(t *testing.T) (*env, string) {
 				ks = append(ks, e.keys[l].Key)
 			}
 		}
-		e.jwksFiles[p] = harness.JWKS(pt, ks...)
+		e.jwksFiles[p] = harness.JWKS(tb, ks...)
 		path := filepath.Join(dir, p+".jwks.json")
 		if err := os.WriteFile(path, e.jwksFiles[p], 0o644); err != nil {
-			return nil, err.Error()
+			tb.Fatal(err)
 		}
 		vars[p] = path
 		e.jwksPaths[p] = path
@@ -218,18 +167,18 @@ func startEnv(t *testing.T) (*env, string) {
 
 	// The server a jku or x5u names: it would serve the attacker's key, and counts every
 	// request so that the catalogue can assert there was none.
-	attackerSet := harness.JWKS(pt, e.attacker.Key)
+	attackerSet := harness.JWKS(tb, e.attacker.Key)
 	e.keyServer = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.keyServerHits.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(attackerSet)
 	}))
-	pt.Cleanup(e.keyServer.Close)
+	tb.Cleanup(e.keyServer.Close)
 
-	e.upstream = harness.NewUpstream(pt)
+	e.upstream = harness.NewUpstream(tb)
 	vars["upstream"] = e.upstream.Addr()
-	e.caddy = harness.StartCaddy(pt, harness.Config{Caddyfile: gatewayCaddyfile, Vars: vars, Dir: dir})
-	return e, ""
+	e.caddy = harness.StartCaddy(tb, harness.Config{Caddyfile: gatewayCaddyfile, Vars: vars, Dir: dir})
+	return e
 }
 
 func newTestKey(t testing.TB, k *harness.Key, partnerName string) *testKey {

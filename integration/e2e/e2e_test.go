@@ -28,6 +28,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice"
 	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/integration/harness/browser"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -35,9 +36,9 @@ const (
 	issuer   = "https://partner.example"
 	audience = "partnergate-demo"
 	password = "e2e-instructor-password"
-	// chromiumPath is where Debian's chromium package installs the browser.
-	chromiumPath = "/usr/bin/chromium"
 )
+
+func TestMain(m *testing.M) { harness.Main(m) }
 
 // stack is a gateway in front of an app service, a partner site that serves pages posting
 // link tokens, and the partner's signing key.
@@ -180,32 +181,7 @@ func (s *stack) linkURL(t *testing.T, payload map[string]any) string {
 // newBrowser starts a headless chromium with a fresh profile; the browser ends with the test.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("chromium not found at %s: install Debian's chromium package (apt-get install chromium, which scripts/test-deps.sh does) and run again", chromiumPath)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 760),
-	}
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // chromium refuses to run its sandbox as root
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx
+	return browser.New(t, chromedp.WindowSize(1000, 760))
 }
 
 // step runs actions with a timeout, failing the test with the step's name.
@@ -423,14 +399,17 @@ func checkNoPersonalData(t *testing.T, s *stack) {
 }
 
 // TestRunScriptCheck runs ./run.sh --check, the README's first command in its self-test
-// mode, on free ports and a temporary data folder.
+// mode, on free ports and a temporary data folder. run.sh builds ./caddy and bin/ beside
+// itself; it runs from a temporary folder of links to the checkout's files, so that they
+// land there and not in the source tree.
 func TestRunScriptCheck(t *testing.T) {
 	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(root, "run.sh"), "--check")
-	cmd.Dir = root
+	tree := linkTree(t, root)
+	cmd := exec.Command(filepath.Join(tree, "run.sh"), "--check")
+	cmd.Dir = tree
 	cmd.Env = append(os.Environ(),
 		"PARTNERGATE_DEMO_DATA="+t.TempDir(),
 		"PARTNERGATE_DEMO_PORT="+strconv.Itoa(harness.FreePort(t)),
@@ -441,6 +420,28 @@ func TestRunScriptCheck(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "run.sh --check: passed") {
 		t.Fatalf("./run.sh --check = %v\n%s", err, out)
 	}
+}
+
+// linkTree returns a temporary folder with a symbolic link to each top-level entry of the
+// checkout at root, except the ones run.sh writes (caddy, bin, data) and .git (so that the
+// builds there carry no version control stamp to look up).
+func linkTree(t *testing.T, root string) string {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	for _, e := range entries {
+		switch e.Name() {
+		case "caddy", "bin", "data", ".git":
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(tree, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tree
 }
 
 // TestDirectRequestRefused plays a client that reaches the app service without the gateway

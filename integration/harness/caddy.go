@@ -1,7 +1,11 @@
 // Package harness runs partnergate end to end in tests: it builds the caddy binary with the
-// project's modules once per test process, starts it with a templated Caddyfile on free
-// ports, records what reaches the upstream, and makes partner keys, key sets and tokens
-// (with jwx directly, so it does not depend on the partner kit it may be used to test).
+// project's modules and the race detector once per test process, starts it with a
+// templated Caddyfile on free ports, records what reaches the upstream, and makes partner
+// keys, key sets and tokens (with jwx directly, so it does not depend on the partner kit it
+// may be used to test). Main removes the build after the tests; a package that uses the
+// harness's programs runs its tests through it:
+//
+//	func TestMain(m *testing.M) { harness.Main(m) }
 //
 // A typical test:
 //
@@ -47,42 +51,6 @@ import (
 	"text/template"
 	"time"
 )
-
-var build struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// CaddyBinary returns the path of a caddy binary built from this checkout's cmd/caddy (the
-// same main package xcaddy.sh builds), building it on the first call of the test process.
-func CaddyBinary(t testing.TB) string {
-	t.Helper()
-	build.once.Do(func() {
-		root, err := ModuleRoot()
-		if err != nil {
-			build.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "partnergate-caddy-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		bin := filepath.Join(dir, "caddy")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("building caddy: %v\n%s", err, out)
-			return
-		}
-		build.path = bin
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.path
-}
 
 // ModuleRoot returns the directory of the repository's go.mod.
 func ModuleRoot() (string, error) {
@@ -156,7 +124,8 @@ func Render(t testing.TB, cfg Config) (text string, port int, admin string) {
 
 // StartCaddy starts caddy with cfg, waits until the site's port accepts connections and
 // stops the process in t.Cleanup. It fails the test if caddy exits or does not become
-// ready within 60s, with caddy's output in the message.
+// ready within 60s, with caddy's output in the message, and, at cleanup, if the race
+// detector reported a data race in the process.
 func StartCaddy(t testing.TB, cfg Config) *Caddy {
 	t.Helper()
 	bin := CaddyBinary(t)
@@ -186,7 +155,12 @@ func StartCaddy(t testing.TB, cfg Config) *Caddy {
 		t.Fatalf("starting caddy: %v", err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(c.Stop)
+	t.Cleanup(func() {
+		c.Stop()
+		if err := RaceReported(c.Logs(), c.cmd.ProcessState.ExitCode()); err != nil {
+			t.Errorf("caddy (%s): %v\n%s", c.Caddyfile, err, c.Logs())
+		}
+	})
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -249,7 +223,7 @@ func (c *Caddy) Reload(t testing.TB, caddyfile string, vars map[string]string) {
 }
 
 // RunCaddy runs the caddy binary with args in dir (for validate, adapt, list-modules) and
-// returns its combined output.
+// returns its combined output. A data race in the run fails the test.
 func RunCaddy(t testing.TB, dir string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -258,7 +232,27 @@ func RunCaddy(t testing.TB, dir string, args ...string) (string, error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 	out, err := cmd.CombinedOutput()
+	if rerr := RaceReported(string(out), cmd.ProcessState.ExitCode()); rerr != nil {
+		t.Errorf("caddy %s: %v\n%s", strings.Join(args, " "), rerr, out)
+	}
 	return string(out), err
+}
+
+// raceExitCode is the race detector's exit status of a program that had a data race and
+// would otherwise have exited 0 (GORACE exitcode, default 66).
+const raceExitCode = 66
+
+// RaceReported returns an error when a -race build's output or exit status says it ran
+// into a data race: the detector prints its report and lets the program go on, so a caddy
+// with a race still answers every request right and only its stderr and exit status tell.
+func RaceReported(output string, exitCode int) error {
+	switch {
+	case strings.Contains(output, "WARNING: DATA RACE"):
+		return errors.New("the race detector reported a data race in the module's code")
+	case exitCode == raceExitCode:
+		return fmt.Errorf("exited %d, the race detector's status for a data race", raceExitCode)
+	}
+	return nil
 }
 
 // Post sends a POST to path with the given content type and body and returns the
@@ -299,20 +293,30 @@ type Response struct {
 // Do sends req (with a 30s timeout, no redirects followed) and reads the response.
 func Do(t testing.TB, req *http.Request) *Response {
 	t.Helper()
+	resp, err := Send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// Send is Do for a goroutine other than the test's, which must not call t.Fatal: it
+// returns the error instead.
+func Send(req *http.Request) (*Response, error) {
 	client := &http.Client{
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+		return nil, fmt.Errorf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(resp.Body); err != nil {
-		t.Fatalf("reading the response of %s %s: %v", req.Method, req.URL, err)
+		return nil, fmt.Errorf("reading the response of %s %s: %v", req.Method, req.URL, err)
 	}
-	return &Response{Response: resp, Body: b.Bytes()}
+	return &Response{Response: resp, Body: b.Bytes()}, nil
 }
 
 type syncBuffer struct {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -126,17 +127,35 @@ func ClaimsOf(tok Token) map[string]any {
 // Sign mints tok with k: the compact serialization, signed by jwx's signer for the alg.
 func (k *Key) Sign(t testing.TB, tok Token) string {
 	t.Helper()
-	claims, err := json.Marshal(ClaimsOf(tok))
+	s, err := k.Mint(tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k.SignRaw(t, tok.Header, claims, tok.SignAlg, tok.CorruptSignature)
+	return s
+}
+
+// Mint is Sign for a goroutine other than the test's, which must not call t.Fatal: it
+// returns the error instead.
+func (k *Key) Mint(tok Token) (string, error) {
+	claims, err := json.Marshal(ClaimsOf(tok))
+	if err != nil {
+		return "", err
+	}
+	return k.signRaw(tok.Header, claims, tok.SignAlg, tok.CorruptSignature)
 }
 
 // SignRaw signs the claims bytes as they are (for malformed JSON, duplicate members …)
 // under the default header with overrides.
 func (k *Key) SignRaw(t testing.TB, header map[string]any, claims []byte, signAlg string, corrupt bool) string {
 	t.Helper()
+	s, err := k.signRaw(header, claims, signAlg, corrupt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (k *Key) signRaw(header map[string]any, claims []byte, signAlg string, corrupt bool) (string, error) {
 	hdr := map[string]any{"typ": "JWT", "alg": k.Alg, "kid": k.Kid}
 	for name, v := range header {
 		if v == nil {
@@ -147,7 +166,7 @@ func (k *Key) SignRaw(t testing.TB, header map[string]any, claims []byte, signAl
 	}
 	hb, err := json.Marshal(hdr)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	input := base64.RawURLEncoding.EncodeToString(hb) + "." + base64.RawURLEncoding.EncodeToString(claims)
 	if signAlg == "" {
@@ -155,14 +174,14 @@ func (k *Key) SignRaw(t testing.TB, header map[string]any, claims []byte, signAl
 	}
 	signer, err := jws.NewSigner(jwa.SignatureAlgorithm(signAlg))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	sig, err := signer.Sign([]byte(input), k.Private)
 	if err != nil {
-		t.Fatalf("signing with %s: %v", signAlg, err)
+		return "", fmt.Errorf("signing with %s: %v", signAlg, err)
 	}
 	if corrupt {
 		sig[len(sig)/2] ^= 0x01
 	}
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }

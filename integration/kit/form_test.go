@@ -4,24 +4,20 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-const chromiumPath = "/usr/bin/chromium"
+	"github.com/partnergate/partnergate/integration/harness/browser"
+)
 
 // TestFormPageSubmitsInABrowser: the page `partnerlink send --form` writes, served by the
 // partner's web server and opened in a real browser, posts itself to /payload, and the
 // browser shows what the app service answered.
 func TestFormPageSubmitsInABrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("chromium not found at %s: run scripts/test-deps.sh", chromiumPath)
-	}
 	dir := keygen(t, "ES256", "form-1")
 	c, up := startGateway(t, partner("acme", "jwks_file "+filepath.Join(dir, "jwks.json")))
 	page := filepath.Join(t.TempDir(), "link.html")
@@ -30,24 +26,7 @@ func TestFormPageSubmitsInABrowser(t *testing.T) {
 	partnerSite := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(page))))
 	defer partnerSite.Close()
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // chromium refuses its sandbox as root
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := browser.New(t)
 	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 

@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/partnergate/partnergate/integration/harness"
@@ -26,38 +24,13 @@ const (
 	appURL   = "https://app.example/signin?code=one-time"
 )
 
-var cli struct {
-	once sync.Once
-	path string
-	err  error
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
-// partnerlinkBinary builds cmd/partnerlink once per test process: the tests use the CLI as
-// a partner would, as a program.
+// partnerlinkBinary returns cmd/partnerlink built once per test process: the tests use the
+// CLI as a partner would, as a program.
 func partnerlinkBinary(t *testing.T) string {
 	t.Helper()
-	cli.once.Do(func() {
-		root, err := harness.ModuleRoot()
-		if err != nil {
-			cli.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "partnerlink-")
-		if err != nil {
-			cli.err = err
-			return
-		}
-		cli.path = filepath.Join(dir, "partnerlink")
-		cmd := exec.Command("go", "build", "-o", cli.path, "./cmd/partnerlink")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cli.err = fmt.Errorf("building partnerlink: %v\n%s", err, out)
-		}
-	})
-	if cli.err != nil {
-		t.Fatal(cli.err)
-	}
-	return cli.path
+	return harness.Binary(t, "./cmd/partnerlink")
 }
 
 type result struct {
@@ -78,6 +51,9 @@ func partnerlink(t *testing.T, args ...string) result {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("running partnerlink: %v", err)
+	}
+	if err := harness.RaceReported(errb.String(), code); err != nil {
+		t.Errorf("partnerlink %s: %v\n%s", args[0], err, errb.String())
 	}
 	return result{code, out.String(), errb.String()}
 }

@@ -43,6 +43,8 @@ http://127.0.0.1:{{.Port}} {
 }
 `
 
+func TestMain(m *testing.M) { harness.Main(m) }
+
 // fleet is several gateway instances with the same partner keys and nonce store
 // configuration in front of one upstream.
 type fleet struct {
