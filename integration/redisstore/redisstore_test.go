@@ -73,6 +73,17 @@ func (f *fleet) mint(t *testing.T) string {
 	return f.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience})
 }
 
+// postURL is Caddy.PostURL for a goroutine other than the test's, which must not call
+// t.Fatal: it returns the error for the test goroutine to report.
+func postURL(c *harness.Caddy, tok string) (*harness.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, c.URL+"/partner/demo/url", strings.NewReader(tok))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	return harness.Send(req)
+}
+
 func redisStore(srv *redistest.Server) string {
 	return "nonce_store redis " + srv.Addr()
 }
@@ -134,13 +145,17 @@ func TestConcurrentSameNonceAcrossInstances(t *testing.T) {
 	tok := f.mint(t)
 	var ok, replayed, other atomic.Int32
 	var wg sync.WaitGroup
+	errs := make(chan error, 50)
 	start := make(chan struct{})
 	for i := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
-			resp := f.instances[i%2].PostURL(t, "demo", tok)
+			resp, err := postURL(f.instances[i%2], tok)
+			if err != nil {
+				other.Add(1)
+				errs <- err
+				return
+			}
 			switch {
 			case resp.StatusCode == http.StatusOK:
 				ok.Add(1)
@@ -150,10 +165,14 @@ func TestConcurrentSameNonceAcrossInstances(t *testing.T) {
 				other.Add(1)
 				t.Errorf("status %d body %s, want 200 or 409 token_replayed", resp.StatusCode, resp.Body)
 			}
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 	if ok.Load() != 1 || replayed.Load() != 49 {
 		t.Errorf("accepted, replayed, other = %d, %d, %d, want 1, 49, 0", ok.Load(), replayed.Load(), other.Load())
 	}
@@ -196,12 +215,14 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 		mu.Unlock()
 	}
 
+	// The workers report what the test goroutine alone may end the test for (a failed
+	// request or signature) through errs; t.Errorf, which they call in record, is safe
+	// from any goroutine.
 	stop := make(chan struct{})
+	errs := make(chan error, 4)
 	var wg sync.WaitGroup
 	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -212,20 +233,38 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 				mu.Lock()
 				nonces = append(nonces, n)
 				mu.Unlock()
-				tok := f.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Nonce: n})
-				record(f.instances[w%2].PostURL(t, "demo", tok))
+				tok, err := f.key.Mint(harness.Token{Issuer: issuer, Audience: audience, Nonce: n})
+				if err != nil {
+					errs <- fmt.Errorf("worker %d: minting a token: %v", w, err)
+					return
+				}
+				resp, err := postURL(f.instances[w%2], tok)
+				if err != nil {
+					errs <- fmt.Errorf("worker %d: %v", w, err)
+					return
+				}
+				record(resp)
 			}
-		}()
+		})
+	}
+	stopWorkers := func() {
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for !cond() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("%s: not within 20s (statuses %v)", what, statuses)
+			if len(errs) > 0 || time.Now().After(deadline) {
+				stopWorkers()
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%s: not within 30s (statuses %v)", what, statuses)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -239,8 +278,7 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	acceptedAtRestart := accepted.Load()
 	waitFor("requests accepted after Redis came back", func() bool { return accepted.Load() >= acceptedAtRestart+20 })
 	t.Logf("serving again %s after Redis restarted", time.Since(back).Round(time.Millisecond))
-	close(stop)
-	wg.Wait()
+	stopWorkers()
 
 	// never forwarded without a successful check: the upstream saw exactly the accepted
 	// requests, none of the refused ones
