@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // TestMetricsLabelsBounded sends requests whose partner name, endpoint, kid and alg are the
@@ -26,6 +27,12 @@ func TestMetricsLabelsBounded(t *testing.T) {
 		{"/partner/acme/url", request{token: e.tokenWithHeader(t, header("RS256", "kid-"+newNonce(t)))}},
 		{"/partner/acme/url", request{token: e.tokenWithHeader(t, header("XS"+newNonce(t)[:6], "acme-rs"))}},
 		{"/partner/acme/payload", request{method: http.MethodDelete}},
+		// an accepted link whose malformed optional field is dropped and counted by its
+		// path: the test makes the field label itself rather than rely on the catalogue
+		// having run first on the shared gateway
+		{"/partner/acme/url", request{token: e.token(t, "acme-rs", func(c map[string]any) {
+			c["contact"].(map[string]any)["birthdate"] = "not a date " + newNonce(t)
+		})}},
 	}
 	for _, h := range hostile {
 		e.send(t, attackCase{path: h.path}, h.req)
@@ -50,6 +57,7 @@ func TestMetricsLabelsBounded(t *testing.T) {
 			codeTokenDuplicated, codeTokenInQuery, codeTokenReplayed, "token_before_store_start", "nonce_store_unavailable",
 			"nonce_store_full", "internal_error"),
 		"result": set("ok", "error"),
+		"field":  fieldPaths(),
 	}
 	labelRE := regexp.MustCompile(`([a-z_]+)="((?:[^"\\]|\\.)*)"`)
 	series, sawUnknown := 0, false
@@ -90,6 +98,16 @@ func TestMetricsLabelsBounded(t *testing.T) {
 func (e *env) tokenWithHeader(t *testing.T, hdr map[string]any) string {
 	t.Helper()
 	return compact(t, mustJSON(t, hdr), e.validClaims(t, "acme"), e.key("acme-rs").sign)
+}
+
+// fieldPaths is the set of the payload fields' paths (linkspec.Fields), the values of the
+// dropped-fields counter's field label.
+func fieldPaths() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range linkspec.Fields {
+		m[f.Path] = true
+	}
+	return m
 }
 
 func set(vals ...string) map[string]bool {
