@@ -5,6 +5,7 @@ package caddymodule
 
 import (
 	// plugins register themselves in their init functions
+	_ "github.com/partnergate/partnergate/plugins/droptrailers"
 	_ "github.com/partnergate/partnergate/plugins/jwtpartner"
 	_ "github.com/partnergate/partnergate/plugins/nonce"
 )
