@@ -18,7 +18,7 @@ const MaxClaimsDepth = 16
 var ErrClaimsDepth = errors.New("claims nested too deeply")
 
 // ReservedClaims are the registered claims a link token carries next to the payload
-// (spec: Authentication): no payload field may be named like them.
+// (docs/interface.md A-DEC-1): no payload field may be named like them.
 var ReservedClaims = []string{"iss", "aud", "nbf", "exp", "iat", "nonce"}
 
 // ErrNearName reports a member whose name differs from a defined claim or field only in

@@ -47,7 +47,8 @@ type Field struct {
 	Header string
 }
 
-// Fields lists every payload field of the spec's tables in table order.
+// Fields lists every payload field of the tables of docs/interface.md (A-PAY-MAIN,
+// A-PAY-CONTACT), in table order.
 var Fields = [...]Field{
 	{"employeeId", "Employee-Id"},
 	{"employeeUsername", "Employee-Username"},

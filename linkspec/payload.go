@@ -25,7 +25,7 @@ func ParseKind(s string) (Kind, bool) {
 	return "", false
 }
 
-// Contact is the member, patient or client in focus (spec: Contact object).
+// Contact is the member, patient or client in focus (docs/interface.md A-PAY-CONTACT).
 type Contact struct {
 	ID         string `json:"id,omitempty"`
 	Birthdate  string `json:"birthdate,omitempty"`
@@ -40,7 +40,7 @@ type Contact struct {
 }
 
 // Payload is the link payload. Its fields are top-level claims of the token, next to the
-// registered claims (iss, aud, nbf, exp, iat, nonce); the spec leaves placement open and
+// registered claims (iss, aud, nbf, exp, iat, nonce); the interface leaves placement open and
 // top-level claims are what a partner's JWT library produces with the least effort.
 //
 // The kind of a link follows from its payload (Kind). Claims not named here are allowed: the
@@ -57,16 +57,16 @@ type Payload struct {
 	CaseID            string   `json:"caseId,omitempty"`
 }
 
-// Kind reports the client the payload is for. The spec's two requests "differ only in the
-// payload fields", and a Go request may carry "extra user data ... for example prefilling
-// e-mail addresses". So the kind is read from the fields the main table requires and the
-// Go table does not have: KindMain when employeeId, employeeFirstname or employeeLastname
-// is present (not empty), KindGo otherwise. A main-client link that lost employeeId but
-// kept the instructor's name is still a main link, refused for the missing employeeId,
-// never a Go link that signs the contact in; the main table's optional employee fields
-// (employeeUsername, employeeEmail) alone are extra user data in a Go link. Presence means
-// not empty, not "not blank", so that a blank employeeId cannot make a link a Go link; and
-// since required fields are never dropped (DropMalformed), dropping cannot change the kind.
+// Kind reports the client the payload is for. The two requests differ only in their payload
+// fields (docs/interface.md A-EP-3), and a Go request may carry extra user data (A-PAY-GO). So
+// the kind is read from the fields the main table requires and the Go table does not have:
+// KindMain when employeeId, employeeFirstname or employeeLastname is present (not empty),
+// KindGo otherwise. A main-client link that lost employeeId but kept the instructor's name is
+// still a main link, refused for the missing employeeId, never a Go link that signs the
+// contact in; the main table's optional employee fields (employeeUsername, employeeEmail)
+// alone are extra user data in a Go link. Presence means not empty, not "not blank", so that a
+// blank employeeId cannot make a link a Go link; and since required fields are never dropped
+// (DropMalformed), dropping cannot change the kind.
 func (p *Payload) Kind() Kind {
 	if p.EmployeeID != "" || p.EmployeeFirstname != "" || p.EmployeeLastname != "" {
 		return KindMain

@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// Length bounds, in Unicode code points. The spec gives none; these are generous for real
-// names and identifiers and small enough that a payload stays far below the gateway's body
-// limit and the upstream's header limits.
+// Length bounds, in Unicode code points. The interface gives none (docs/interface.md A-DEC-2);
+// these are generous for real names and identifiers and small enough that a payload stays far
+// below the gateway's body limit and the upstream's header limits.
 const (
 	MaxIDLength    = 256 // employeeId, organizationId, contact.id, caseId, employeeUsername
 	MaxNameLength  = 200 // first, middle, last and organization names
@@ -44,13 +44,13 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Validate checks the payload against the table of its kind (spec: "Link payload for the
-// main client", "Contact object", "Link payload for the mobile client") and returns the
-// kind. When allowed is not empty, a payload of another kind is refused too. The error, if
-// any, is an *Error naming every failing field. Validate is strict about every field,
-// optional ones included: the gateway and the app service call DropMalformed first, so that
-// a malformed optional value is dropped rather than refused; the partner kit's signer does
-// not, so that a partner learns of the value before the gateway drops it.
+// Validate checks the payload against the table of its kind (docs/interface.md A-PAY-MAIN,
+// A-PAY-CONTACT, A-PAY-GO) and returns the kind. When allowed is not empty, a payload of
+// another kind is refused too. The error, if any, is an *Error naming every failing field.
+// Validate is strict about every field, optional ones included: the gateway and the app
+// service call DropMalformed first, so that a malformed optional value is dropped rather than
+// refused; the partner kit's signer does not, so that a partner learns of the value before the
+// gateway drops it.
 func (p *Payload) Validate(allowed ...Kind) (Kind, error) {
 	kind := p.Kind()
 	v := validator{}
@@ -69,14 +69,14 @@ func (p *Payload) Validate(allowed ...Kind) (Kind, error) {
 	return kind, nil
 }
 
-// DropMalformed clears every optional field of p whose value breaks its rule (blank, a
-// control character, too long, not an e-mail address, not a date) and returns them, in
-// table order, with the reason; it returns nil when it clears nothing. Required fields are
-// left alone: Validate refuses them. The spec gives no format for the e-mail fields and says
-// middlename "may be empty", and a partner's optional data is a nicety (prefilling, a
-// second way to match a contact): a value the service cannot use is not worth turning a
-// valid link into an error page. Which fields are optional depends on the kind, so it
-// is decided first (contact.email is required in a Go link).
+// DropMalformed clears every optional field of p whose value breaks its rule (blank, a control
+// character, too long, not an e-mail address, not a date) and returns them, in table order,
+// with the reason; it returns nil when it clears nothing. Required fields are left alone:
+// Validate refuses them. The interface gives no format for the e-mail fields and says
+// middlename "may be empty", and a partner's optional data is a nicety (prefilling, a second
+// way to match a contact): a value the service cannot use is not worth turning a valid link
+// into an error page. Which fields are optional depends on the kind, so it is decided first
+// (contact.email is required in a Go link).
 func (p *Payload) DropMalformed() []FieldError {
 	v := validator{drop: true}
 	p.check(&v, p.Kind())
@@ -238,7 +238,7 @@ func (v *validator) email(field, s string, required bool) {
 	}
 }
 
-// date requires a real calendar date written YYYY-MM-DD (spec: Contact object, birthdate).
+// date requires a real calendar date written YYYY-MM-DD (docs/interface.md A-PAY-CONTACT).
 func (v *validator) date(field, s string) {
 	if s == "" {
 		return

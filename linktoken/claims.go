@@ -38,9 +38,9 @@ const maxNumericDate = 253402300799
 
 // numericDate is a NumericDate (RFC 7519 §2) written as a non-negative JSON integer.
 // Fractional seconds, exponents and negative values are refused (claims_invalid): RFC 7519
-// allows fractions, but no mainstream JWT library writes them, and the spec's whole-second
-// rules (nbf equal to the issued time, the five-minute lifetime) are exact on integers
-// only. null is not a number either.
+// allows fractions, but no mainstream JWT library writes them, and the interface's
+// whole-second rules (nbf equal to the issued time, the five-minute lifetime) are exact on
+// integers only. null is not a number either.
 type numericDate struct {
 	v   int64
 	set bool
@@ -148,7 +148,7 @@ func decodeClaims(data []byte, c *claims) error {
 	if err := linkspec.CheckClaimsDepth(data); err != nil {
 		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are nested too deeply", Err: err}
 	}
-	// linkspec's rules, shared with the app service: exact names, and no extra member
+	// The rules of linkspec, shared with the app service: exact names, and no extra member
 	// named like a defined one but for case or punctuation, since parsers disagree on
 	// which one is meant.
 	err := json.Unmarshal(data, c, linkspec.StrictClaims())
@@ -198,7 +198,7 @@ func fieldPath(p jsontext.Pointer) string {
 	return b.String()
 }
 
-// checkIssuer enforces spec Authentication rule 9 and RFC 7519 §4.1.1: iss equals the
+// checkIssuer enforces docs/interface.md A-AUTH-9 and RFC 7519 §4.1.1: iss equals the
 // agreed issuer, compared exactly.
 func (v *Verifier) checkIssuer(c *claims) error {
 	if c.Issuer != v.rules.Issuer {
@@ -207,7 +207,7 @@ func (v *Verifier) checkIssuer(c *claims) error {
 	return nil
 }
 
-// checkAudience enforces spec Authentication rule 8 and RFC 7519 §4.1.3: aud, a string or
+// checkAudience enforces docs/interface.md A-AUTH-8 and RFC 7519 §4.1.3: aud, a string or
 // an array, contains the agreed audience exactly.
 func (v *Verifier) checkAudience(c *claims) error {
 	if c.Audience.found {
@@ -216,7 +216,7 @@ func (v *Verifier) checkAudience(c *claims) error {
 	return &Error{Code: CodeAudienceInvalid, Detail: "the aud claim does not contain the agreed audience"}
 }
 
-// checkTimesPresent enforces spec Authentication rules 6 and 7: nbf and exp are required
+// checkTimesPresent enforces docs/interface.md A-AUTH-6 and A-AUTH-7: nbf and exp are required
 // (RFC 7519 makes them optional; the interface does not).
 func checkTimesPresent(c *claims) error {
 	if !c.NotBefore.set || !c.Expiry.set {
@@ -225,7 +225,7 @@ func checkTimesPresent(c *claims) error {
 	return nil
 }
 
-// checkLifetime enforces spec Authentication rule 6 and Limits: exp at most max_lifetime
+// checkLifetime enforces docs/interface.md A-AUTH-6 and LIM-1: exp at most max_lifetime
 // after nbf. The leeway never widens it: it is a bound on what the partner signed, not on
 // the clocks.
 func (v *Verifier) checkLifetime(c *claims) error {
@@ -246,8 +246,8 @@ func checkTimesOrdered(c *claims) error {
 	return nil
 }
 
-// checkIssuedAt enforces spec Authentication rule 7 ("nbf: not-before time, equal to the
-// issued time"): iat, where present, equals nbf.
+// checkIssuedAt enforces docs/interface.md A-AUTH-7 (nbf is the issued time): iat, where
+// present, equals nbf.
 func checkIssuedAt(c *claims) error {
 	if c.IssuedAt.set && c.IssuedAt.v != c.NotBefore.v {
 		return &Error{Code: CodeClaimsInvalid, Detail: "iat is present and not equal to nbf"}
@@ -267,7 +267,7 @@ func (v *Verifier) checkValidity(c *claims, now time.Time) error {
 	return nil
 }
 
-// checkNonce enforces spec Authentication rule 10: a nonce string within the partner's
+// checkNonce enforces docs/interface.md A-AUTH-10: a nonce string within the partner's
 // length bounds, in bytes. A CSPRNG nonce in any usual encoding (base64url, hex, UUID) is
 // visible ASCII, so nothing else is accepted: no white space, no control characters, no
 // lookalike Unicode that would make two nonces differ only in normalization.
@@ -286,9 +286,9 @@ func (v *Verifier) checkNonce(nonce string) error {
 	return nil
 }
 
-// checkPayload checks the link kind against the partner's kinds (kind_not_allowed), drops
-// the malformed optional fields (linkspec's Payload.DropMalformed) and then checks the
-// payload against its table in the spec (payload_invalid with the fields). It returns the
+// checkPayload checks the link kind against the partner's kinds (kind_not_allowed), drops the
+// malformed optional fields (linkspec.Payload.DropMalformed) and then checks the payload
+// against its table in docs/interface.md (payload_invalid with the fields). It returns the
 // dropped fields, nil when none.
 func (v *Verifier) checkPayload(c *claims) (linkspec.Kind, []linkspec.FieldError, error) {
 	kind := c.Payload.Kind()

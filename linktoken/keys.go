@@ -20,8 +20,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 )
 
-// Bounds of a key set (DESIGN.md, Keys). A modulus under 2048 bits is breakable or soon
-// will be (NIST SP 800-131A); one over 8192 bits makes every verification cost tens of
+// Bounds of a key set (docs/architecture.md, Keys). A modulus under 2048 bits is breakable or
+// soon will be (NIST SP 800-131A); one over 8192 bits makes every verification cost tens of
 // times more, which lets a key set be used as a denial of service on the gateway.
 const (
 	MinRSABits = 2048

@@ -68,7 +68,7 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-// Algorithms the interface accepts (spec: Authentication, rule 2). Nothing else can be
+// Algorithms the interface accepts (docs/interface.md A-AUTH-2). Nothing else can be
 // configured: symmetric algorithms and "none" are refused by NewVerifier.
 const (
 	RS256 = "RS256"
@@ -78,7 +78,7 @@ const (
 
 // Defaults of Rules.
 const (
-	DefaultMaxLifetime    = 5 * time.Minute  // spec: Authentication, rule 6; Limits
+	DefaultMaxLifetime    = 5 * time.Minute  // docs/interface.md A-AUTH-6, LIM-1
 	DefaultLeeway         = 30 * time.Second // clock skew between partner and gateway
 	DefaultNonceMinLength = 16               // 96 bits of base64url, the least a CSPRNG nonce should carry
 	DefaultNonceMaxLength = 256
@@ -117,7 +117,7 @@ type Token struct {
 	// Payload is the verified payload, without the Dropped fields.
 	Payload linkspec.Payload
 	// Dropped lists the optional payload fields whose values were malformed or blank and
-	// were dropped rather than refused (linkspec's Payload.DropMalformed), with the reason;
+	// were dropped rather than refused (linkspec.Payload.DropMalformed), with the reason;
 	// nil when none. It names fields, never values.
 	Dropped []linkspec.FieldError
 	// Claims is the token's payload segment, base64url JSON, exactly as signed; when

@@ -1,12 +1,12 @@
 package linktoken
 
-// The remote key source is written here on net/http rather than on jwx's jwk.Cache
-// (httprc) because the cache lacks what DESIGN.md asks of a partner's jwks_url: a bound on
-// how long the last good set is used while the URL fails (httprc keeps it forever), a limit
-// on the response size, a lookup that answers "not yet" instead of blocking on the first
-// fetch, a refetch on an unknown kid that is single-flight and rate-limited, a check of
-// every fetched set by ParseKeySet that keeps the last good set on failure, and an outcome
-// per fetch for metrics and logs. jwx still parses every key (ParseKeySet uses jwk).
+// The remote key source is written here on net/http rather than on jwx's jwk.Cache (httprc)
+// because the cache lacks what docs/architecture.md (Keys) asks of a partner's jwks_url: a
+// bound on how long the last good set is used while the URL fails (httprc keeps it forever), a
+// limit on the response size, a lookup that answers "not yet" instead of blocking on the first
+// fetch, a refetch on an unknown kid that is single-flight and rate-limited, a check of every
+// fetched set by ParseKeySet that keeps the last good set on failure, and an outcome per fetch
+// for metrics and logs. jwx still parses every key (ParseKeySet uses jwk).
 
 import (
 	"context"

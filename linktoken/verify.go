@@ -23,9 +23,9 @@ import (
 // signature stays well below it.
 const MaxTokenLength = 16 << 10
 
-// Upper bounds of the Rules. The lifetime bound is the spec's (Authentication, rule 6;
-// Limits): a partner may be held to less, never to more. A leeway beyond it would accept
-// tokens whose lifetime rule was meant to have expired them.
+// Upper bounds of the Rules. The lifetime bound is the interface's (docs/interface.md
+// A-AUTH-6, LIM-1): a partner may be held to less, never to more. A leeway beyond it would
+// accept tokens whose lifetime rule was meant to have expired them.
 const (
 	maxLeeway         = 5 * time.Minute
 	maxNonceMaxLength = 4096
@@ -75,8 +75,8 @@ type Option func(*Verifier)
 func WithClock(now func() time.Time) Option { return func(v *Verifier) { v.now = now } }
 
 // NewVerifier checks the rules, fills in the defaults and returns a verifier. It refuses
-// every algorithm but RS256, PS256 and ES256 (spec: Authentication, rules 1 to 3), an empty
-// issuer or audience (rules 8 and 9), and bounds outside the spec's limits.
+// every algorithm but RS256, PS256 and ES256 (docs/interface.md A-AUTH-1 to A-AUTH-3), an
+// empty issuer or audience (A-AUTH-8, A-AUTH-9), and bounds outside the interface's limits.
 func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 	if r.Issuer == "" {
 		return nil, errors.New("issuer is required")
@@ -155,8 +155,8 @@ func (v *Verifier) Rules() Rules {
 }
 
 // Verify checks token (the compact serialization, surrounding white space already removed)
-// against every rule, in the order of DESIGN.md, cheap checks first, and returns the
-// verified token or an *Error. It does not claim the nonce: that is the caller's last step.
+// against every rule, in the order of docs/architecture.md, cheap checks first, and returns
+// the verified token or an *Error. It does not claim the nonce: the caller does that, last.
 //
 // Nothing of the token but its framing and header is read before the signature holds: the
 // claims decoder only ever sees bytes the partner signed.
@@ -412,7 +412,7 @@ func isJSONObject(data []byte) bool {
 	return false
 }
 
-// checkType enforces spec Authentication rule 5 and RFC 8725 §3.11 (explicit typing). typ
+// checkType enforces docs/interface.md A-AUTH-5 and RFC 8725 §3.11 (explicit typing). typ
 // is a media type, compared case-insensitively, and "JWT" stands for "application/jwt"
 // (RFC 7515 §4.1.9, RFC 7519 §5.1): "JWT", "jwt" and "application/JWT" are all accepted.
 func checkType(typ string) error {
@@ -425,8 +425,8 @@ func checkType(typ string) error {
 	return &Error{Code: CodeHeaderInvalid, Detail: "the header typ is not JWT"}
 }
 
-// checkAlgorithm enforces spec Authentication rules 1 to 3 and RFC 8725 §3.1: alg must be
-// one the partner is configured for, compared exactly ("none", "None", "HS256" and "rs256"
+// checkAlgorithm enforces docs/interface.md A-AUTH-1 to A-AUTH-3 and RFC 8725 §3.1: alg must
+// be one the partner is configured for, compared exactly ("none", "None", "HS256" and "rs256"
 // are all refused).
 func (v *Verifier) checkAlgorithm(alg string) (int, error) {
 	i := algIndex(alg)
@@ -436,7 +436,7 @@ func (v *Verifier) checkAlgorithm(alg string) (int, error) {
 	return i, nil
 }
 
-// checkKeyID enforces spec Authentication rule 4: the header names its key by kid.
+// checkKeyID enforces docs/interface.md A-AUTH-4: the header names its key by kid.
 func checkKeyID(kid string) error {
 	if kid == "" {
 		return &Error{Code: CodeKeyIDMissing, Detail: "the header has no kid"}
@@ -500,8 +500,8 @@ func isStringArray(v jsontext.Value) bool {
 	return n > 0 && dec.PeekKind() == ']'
 }
 
-// lookupKey takes the key by kid from the partner's key source only (spec: Authentication,
-// rule 4). A source that fails without a code fails closed as keys_unavailable.
+// lookupKey takes the key by kid from the partner's key source only (docs/interface.md
+// A-AUTH-4). A source that fails without a code fails closed as keys_unavailable.
 func lookupKey(ctx context.Context, keys KeySource, kid string) (*Key, error) {
 	if keys == nil {
 		return nil, errKeysUnavailable(nil)

@@ -109,7 +109,7 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 
 // explainer walks the rules in the gateway's order. It mirrors linktoken's rules, decoding
 // the token the same way (strict base64url, go-json-experiment with duplicate names and
-// invalid UTF-8 refused, linkspec's claim rules), so that its first failing step is the
+// invalid UTF-8 refused, the claim rules of linkspec), so that its first failing step is the
 // rule the verifier stopped at; the table shared with linktoken's tests holds it to that.
 type explainer struct {
 	rules  linktoken.Rules

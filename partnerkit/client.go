@@ -24,8 +24,8 @@ const maxResponse = 64 << 10
 
 // Client sends link tokens to the gateway's two endpoints for one partner.
 type Client struct {
-	// Gateway is the base URL of the link endpoints ({sso_url} in the spec), for example
-	// "https://sso.example.com".
+	// Gateway is the base URL of the link endpoints ({sso_url} in docs/interface.md), for
+	// example "https://sso.example.com".
 	Gateway string
 	// Partner is the partner's path segment agreed with the service.
 	Partner string
@@ -154,9 +154,9 @@ func (c *Client) PostToken(ctx context.Context, endpoint, token string) (string,
 	return readURL(mediaType, body)
 }
 
-// readURL takes the address from a /url answer. The spec leaves the body's shape open
+// readURL takes the address from a /url answer. The interface leaves the body's shape open
 // beyond "a URL": the reference app service answers text/plain; a JSON object with a "url"
-// member is read too, for services customised that way (spec: What the service does, 6).
+// member is read too, for services customised that way (docs/interface.md SVC-6).
 func readURL(mediaType string, body []byte) (string, error) {
 	s := strings.TrimSpace(string(body))
 	if mediaType == "application/json" || strings.HasPrefix(s, "{") {
@@ -193,7 +193,7 @@ var formPage = template.Must(template.New("form").Parse(`<!doctype html>
 `))
 
 // FormPage signs p and returns an HTML page that POSTs the token to the /payload endpoint as
-// the hidden form field "payload" as soon as it loads (spec: Link endpoints, rules 1 and 2),
+// the hidden form field "payload" as soon as it loads (docs/interface.md A-EP-1, A-EP-2),
 // with a button for browsers without scripts. Serve it in the tab, iframe or web control
 // that should show the result; the token is short-lived and single-use, so make the page per
 // click and do not cache it.

@@ -5,7 +5,7 @@
 // Check, which explains rule by rule why the gateway would accept or reject a token
 // (check.go).
 //
-// The payload types and their validation are linkspec's, and Check's verdict is
+// The payload types and their validation come from linkspec, and Check's verdict is
 // linktoken's: the gateway uses the same two packages, so a payload the kit accepts is one
 // the gateway accepts, and Check gives the gateway's code. The package imports no web
 // server: a partner's program does not pull in Caddy.

@@ -29,8 +29,8 @@ const (
 	MaxRSABits     = 8192
 )
 
-// Algorithms lists the signature algorithms the gateway accepts (spec: Authentication,
-// rules 1-3), in the order the guide recommends them.
+// Algorithms lists the signature algorithms the gateway accepts (docs/interface.md
+// A-AUTH-1 to A-AUTH-3), in the order the guide recommends them.
 var Algorithms = []string{"RS256", "PS256", "ES256"}
 
 // GenerateKey makes a new private key for alg: RSA of rsaBits bits (0 means DefaultRSABits)
@@ -189,7 +189,7 @@ type PublicKey struct {
 }
 
 // publicJWK converts k into a jwk with kid, alg and use "sig": exactly the members the
-// gateway checks (DESIGN.md, Keys).
+// gateway checks (docs/architecture.md, Keys).
 func publicJWK(k PublicKey) (jwk.Key, error) {
 	if k.KeyID == "" {
 		return nil, errors.New("a key needs a kid")

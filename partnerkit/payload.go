@@ -8,7 +8,7 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 )
 
-// Payload is the link payload: linkspec's type, so that the kit, the gateway and the app
+// Payload is the link payload: the type of linkspec, so that the kit, the gateway and the app
 // service read one definition and validate with one function.
 type Payload = linkspec.Payload
 
@@ -55,11 +55,11 @@ func GoPayload(org Organization, contact Contact) *Payload {
 	}
 }
 
-// ParsePayload reads a payload from JSON, as in the spec's tables. Names match exactly, as
-// at the gateway, and unknown members are refused, since a misspelt field name
+// ParsePayload reads a payload from JSON, as in the tables of docs/interface.md. Names match
+// exactly, as at the gateway, and unknown members are refused, since a misspelt field name
 // ("employeeID") would otherwise be dropped silently and the link rejected as incomplete;
-// extra claims go through WithClaims instead. The payload is not validated here:
-// Signer.Sign does that.
+// extra claims go through WithClaims instead. The payload is not validated here: Signer.Sign
+// does that.
 func ParsePayload(data []byte) (*Payload, error) {
 	var p Payload
 	if err := json.Unmarshal(data, &p, json.RejectUnknownMembers(true)); err != nil {

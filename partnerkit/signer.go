@@ -18,7 +18,7 @@ import (
 )
 
 // Token lifetimes. The gateway refuses a token whose exp is more than MaxLifetime after its
-// nbf (spec: Authentication, rule 6); two minutes leave room for a slow network and a
+// nbf (docs/interface.md A-AUTH-6); two minutes leave room for a slow network and a
 // partner's clock running a little behind without keeping a stolen token useful for long.
 const (
 	DefaultLifetime = 2 * time.Minute
@@ -126,7 +126,7 @@ func WithClaims(claims map[string]any) SignOption {
 	return func(c *signConfig) { c.extra = claims }
 }
 
-// Sign validates p (linkspec's rules, the gateway's) and returns a compact token: header
+// Sign validates p (the rules of linkspec, the gateway's) and returns a compact token: header
 // typ JWT, alg and kid; claims the payload fields at the top level, iss, aud, nbf = iat =
 // now, exp = now + lifetime and a fresh 256-bit nonce.
 func (s *Signer) Sign(p *Payload, opts ...SignOption) (string, error) {

@@ -236,8 +236,8 @@ func NormalizeSSN(ssn string) string {
 
 // ssnHash is the keyed hash that stands in for the identity number. It does not include the
 // organization, so a future sign-in with a national electronic ID can find the person's
-// contacts in every organization (the spec's reason for preferring ssn); the key keeps a
-// copy of the database from being searched by number.
+// contacts in every organization (why docs/interface.md A-PAY-CONTACT prefers ssn); the key
+// keeps a copy of the database from being searched by number.
 func (s *Store) ssnHash(normalized string) string {
 	m := hmac.New(sha256.New, s.opts.SSNKey)
 	m.Write([]byte("partnergate-ssn-v1\x00"))

@@ -373,7 +373,7 @@ func catalogue() []attackCase {
 		},
 	)
 
-	// typ (spec rule 5, RFC 8725 §3.11).
+	// typ (docs/interface.md A-AUTH-5, RFC 8725 §3.11).
 	for _, typ := range []any{nil, "at+jwt", "JWS", "jwt+partner", 1} {
 		typ := typ
 		h := header("RS256", "acme-rs")
@@ -768,7 +768,7 @@ func catalogue() []attackCase {
 		}), status: http.StatusBadRequest, code: codeTokenMalformed},
 	)
 
-	// Registered claims and the lifetime rules (spec rules 6-10; leeway 30 s).
+	// Registered claims and the lifetime rules (docs/interface.md A-AUTH-6..10, leeway 30 s).
 	at := func(nbf, exp int64, iat any) func(c map[string]any) {
 		return func(c map[string]any) {
 			now := time.Now().Unix()
@@ -986,8 +986,8 @@ func catalogue() []attackCase {
 			return request{rawQuery: "payload=" + url.QueryEscape(e.token(t, "acme-rs", nil)), token: e.token(t, "acme-rs", nil)}
 		}, status: http.StatusBadRequest, code: codeTokenInQuery},
 		attackCase{
-			// The token must never travel past the gateway (DESIGN.md, step 5): a copy
-			// in the URL of /url would reach the upstream and its access log.
+			// The token must never travel past the gateway (docs/architecture.md, step 5): a
+			// copy in the URL of /url would reach the upstream and its access log.
 			name: "form/payload in query on url endpoint",
 			build: func(t *testing.T, e *env) request {
 				tk := e.token(t, "acme-rs", nil)

@@ -155,8 +155,8 @@ func newNonce(t testing.TB) string {
 	return b64(b)
 }
 
-// mainPayload is a valid main-client link payload (spec: Link payload for the main
-// client), as a map so that attacks can replace any member with any JSON.
+// mainPayload is a valid main-client link payload (docs/interface.md A-PAY-MAIN), as a map so
+// that attacks can replace any member with any JSON.
 func mainPayload() map[string]any {
 	return map[string]any{
 		"employeeId":        "emp-1001",

@@ -109,7 +109,7 @@ func AcceptancesAt(at time.Time) []Acceptance {
 				contact(c)["email"] = "@"
 			})},
 
-		// Extra user data in a Go link (spec: "for example prefilling e-mail addresses").
+		// Extra user data in a Go link (docs/interface.md A-PAY-GO).
 		{Name: "go link with employeeEmail", Kind: linkspec.KindGo,
 			Token: goWith(func(c map[string]any) { c["employeeEmail"] = "ase@acme.example" })},
 		{Name: "go link with employeeUsername and employeeEmail", Kind: linkspec.KindGo,

@@ -60,12 +60,12 @@ const (
 
 // Handler verifies partner link tokens and forwards the verified identity.
 //
-// It serves POST /partner/{name}/url (Content-Type text/plain, the body is the compact
-// token) and POST /partner/{name}/payload (application/x-www-form-urlencoded, exactly one
-// field payload holding the token). A token that passes every rule of its partner and whose
-// nonce is fresh goes to the next handler as a POST to the same path with an empty body and
-// no Content-Type: the token itself is never forwarded. Every incoming header whose name
-// starts with HeaderPrefix is deleted first; then the headers of linkspec's upstream contract
+// It serves POST /partner/{name}/url (Content-Type text/plain, the body is the compact token)
+// and POST /partner/{name}/payload (application/x-www-form-urlencoded, exactly one field
+// payload holding the token). A token that passes every rule of its partner and whose nonce is
+// fresh goes to the next handler as a POST to the same path with an empty body and no
+// Content-Type: the token itself is never forwarded. Every incoming header whose name starts
+// with HeaderPrefix is deleted first; then the headers of the upstream contract in linkspec
 // are set (see headers.go). A rejected request never reaches the next handler.
 //
 // Placeholders set on success (values raw, not percent-encoded):
@@ -467,10 +467,10 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	}
 	rq.token, rq.alg, rq.kid = tok, tok.Alg, tok.KeyID
 
-	// The nonce is claimed last (DESIGN.md step 4): a token refused for any other reason
-	// must not use up its nonce, or a partner's retry of a fixed token would be a replay.
-	// The partner's own leeway: the verifier accepted the token from nbf - leeway until
-	// exp + leeway, and the store needs both ends (the clean-start guard the first).
+	// The nonce is claimed last (docs/architecture.md, step 4): a token refused for any other
+	// reason must not use up its nonce, or a partner's retry of a fixed token would be a
+	// replay. The partner's own leeway: the verifier accepted the token from nbf - leeway
+	// until exp + leeway, and the store needs both ends (the clean-start guard the first).
 	leeway := ps.verifier.Rules().Leeway
 	nstart := time.Now()
 	fresh, err := h.store.Claim(r.Context(), nonce.Entry{

@@ -111,8 +111,8 @@ func (m *metrics) keyRefresh(partner string, err error) {
 	m.keyRefreshes.WithLabelValues(partner, result).Inc()
 }
 
-// optionalFieldDropped counts one dropped optional field. field is a path from linkspec's
-// tables (linkspec.Fields), never partner text, so the label set is bounded.
+// optionalFieldDropped counts one dropped optional field. field is a path from the tables
+// of linkspec (linkspec.Fields), never partner text, so the label set is bounded.
 func (m *metrics) optionalFieldDropped(partner, field string) {
 	m.dropped.WithLabelValues(partner, field).Inc()
 }

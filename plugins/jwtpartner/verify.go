@@ -60,7 +60,7 @@ func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
 		switch a {
 		case linktoken.RS256, linktoken.PS256, linktoken.ES256:
 		default:
-			// Spec: Authentication, rules 2 and 3; checked here as well as in linktoken so
+			// docs/interface.md A-AUTH-2, A-AUTH-3; checked here as well as in linktoken so
 			// that the message names the option.
 			return linktoken.Rules{}, fmt.Errorf("algorithms: %q is not allowed (want RS256, PS256 or ES256; symmetric algorithms and none are never accepted)", a)
 		}

@@ -28,8 +28,8 @@ type caddyConfig struct {
 }
 
 // The baseline reads and forwards the request body; the gateway reads it as the token and
-// forwards the request without it (DESIGN.md: the token is not forwarded), which is a small
-// advantage to the gateway and stated with the numbers.
+// forwards the request without it (docs/architecture.md: the token is not forwarded), which is
+// a small advantage to the gateway and stated with the numbers.
 var caddyfileTemplate = template.Must(template.New("Caddyfile").Parse(`{
 	admin {{.Admin}}
 	persist_config off

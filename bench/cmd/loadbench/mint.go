@@ -27,7 +27,7 @@ const (
 	benchAudience = "partnergate-bench"
 	benchKeyID    = "bench-2026-11"
 	benchRSABits  = 2048
-	tokenLifetime = 5 * time.Minute // the spec's maximum, so a minted batch lives longest
+	tokenLifetime = 5 * time.Minute // LIM-1's maximum, so a minted batch lives longest
 )
 
 // partner is the signing side: a private key and its published set.
@@ -117,9 +117,10 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 	return jws.Sign(payload, jws.WithKey(jwa.RS256, p.key, jws.WithProtectedHeaders(hdr)))
 }
 
-// mint signs n fresh tokens on every core, each with its own nonce, valid from now for
-// the spec's maximum lifetime. An RSA-2048 signature costs about 0.8 ms, so the suite mints
-// each phase's tokens right before it rather than all at once: a token lives 5 minutes.
+// mint signs n fresh tokens on every core, each with its own nonce, valid from now for the
+// interface's maximum lifetime (docs/interface.md LIM-1). An RSA-2048 signature costs about
+// 0.8 ms, so the suite mints each phase's tokens right before it rather than all at once: a
+// token lives 5 minutes.
 func (p *partner) mint(n int) ([][]byte, error) {
 	now := time.Now()
 	out := make([][]byte, n)
