@@ -197,7 +197,7 @@ func (s *Signer) nonce() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// payloadClaims turns p into top-level claims (linkspec: Payload).
+// payloadClaims turns p into top-level claims (linkspec.Payload).
 func payloadClaims(p *Payload) (map[string]any, error) {
 	b, err := json.Marshal(p)
 	if err != nil {

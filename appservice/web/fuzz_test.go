@@ -55,8 +55,8 @@ func FuzzPartnerLink(f *testing.F) {
 	})
 }
 
-// exactPayload decodes claims by the gateway's rules, stated here without the decoder
-// of linkspec: a JSON object within MaxClaimsDepth, member names matched exactly
+// exactPayload decodes claims by the gateway's rules, stated here without the linkspec
+// decoder: a JSON object within MaxClaimsDepth, member names matched exactly
 // (go-json-experiment's default: case-sensitive, duplicate names and invalid UTF-8
 // refused, where encoding/json would take "emploYeeId" for employeeId), and no member
 // named like a defined field, or at the top level like a registered claim (iss, nonce, …),
