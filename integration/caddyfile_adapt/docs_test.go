@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -145,4 +146,48 @@ func caddyfileBlocks(markdown []byte) ([]fencedBlock, error) {
 		return nil, fmt.Errorf("the code block opened at line %d is not closed", max(open.line, -open.line))
 	}
 	return blocks, nil
+}
+
+// ruleID matches the rule identifiers of docs/interface.md as code and docs cite them.
+var ruleID = regexp.MustCompile(`\b(?:A-(?:AUTH|EP|DEC|ANS)-[0-9]+|A-PAY-[A-Z]+|SVC-[0-9]+|LIM-[0-9]+|VER-[0-9]+|B-(?:CFG-USER|CFG-APP|SSO|ARG|ARG-[0-9]+|XML|PIPE|PIPE-SELECT|PIPE-PROFILE|INST))\b`)
+
+// TestCitedRulesExist keeps the rule citations of comments and docs pointing somewhere: every
+// identifier such as A-AUTH-6 cited in a .go or .md file of the repository has its anchor in
+// docs/interface.md, so a rule cannot be renumbered or removed under a comment that cites it.
+func TestCitedRulesExist(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "interface.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := 0
+	err = filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != repoRoot:
+			return filepath.SkipDir
+		case d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")):
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		name, _ := filepath.Rel(repoRoot, path)
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, id := range ruleID.FindAllString(line, -1) {
+				cited++
+				if !bytes.Contains(doc, []byte(`id="`+strings.ToLower(id)+`"`)) {
+					t.Errorf("%s:%d cites %s, which docs/interface.md does not define", name, i+1, id)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking the repository: %v", err)
+	}
+	if cited == 0 {
+		t.Fatal("no rule citations found: the pattern or the walk is broken")
+	}
 }
