@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 version=v0.7.0
 bin="$(go env GOPATH)/bin/staticcheck"
 if ! "$bin" -version 2>/dev/null | grep -q "${version#v}"; then
-	(cd "$(mktemp -d)" && go install "honnef.co/go/tools/cmd/staticcheck@$version")
+	tmp=$(mktemp -d)
+	(cd "$tmp" && go install "honnef.co/go/tools/cmd/staticcheck@$version")
+	rm -rf "$tmp"
 fi
 "$bin" ./...   # checks chosen in staticcheck.conf

@@ -59,8 +59,6 @@ var (
 	headerJSON = jwttest.HeaderJSON
 	claimsJSON = jwttest.ClaimsJSON
 	resign     = jwttest.Resign
-	withClaims = jwttest.WithClaims
-	rawClaims  = jwttest.RawClaims
 )
 
 // jwkJSON is the public JWK of key with kid and, when alg is not "", alg.
