@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, vet, the linter, the race detector over
 # every package (unit, integration with a real Caddy, real redis-server processes, the app
-# service on SQLite and PostgreSQL, a real headless Chromium). The fuzz targets' seeds and committed
-# corpora run as ordinary tests; open-ended fuzzing is scripts/fuzz.sh, never part of this gate.
+# service on SQLite and PostgreSQL, a real headless Chromium). The fuzz targets' seeds and
+# committed corpora run as ordinary tests; open-ended fuzzing is scripts/fuzz.sh, never part
+# of this gate. The whole go test output is kept in integration/artifacts/go-test.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -30,7 +31,8 @@ trap 'rm -rf "$build"' EXIT
 echo "== go test -race"
 catalogue=integration/artifacts/attack-catalogue.txt # written by integration/attack's TestCatalogue
 rm -f "$catalogue"
-go test -race -timeout 40m -count=1 ./... 2>&1 | tee /tmp/partnergate-test.log | grep -vE '^(=== RUN|=== PAUSE|=== CONT|--- PASS)' || { echo "go test failed"; exit 1; }
+mkdir -p integration/artifacts
+go test -race -timeout 40m -count=1 ./... 2>&1 | tee integration/artifacts/go-test.log | grep -vE '^(=== RUN|=== PAUSE|=== CONT|--- PASS)' || { echo "go test failed"; exit 1; }
 
 echo "== attack catalogue"
 cat "$catalogue"
