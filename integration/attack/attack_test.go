@@ -889,7 +889,8 @@ func catalogue() []attackCase {
 			build: withToken(func(t *testing.T, e *env) string {
 				return e.token(t, "acme-rs", func(c map[string]any) {
 					xss(c)
-					c["contact"].(map[string]any)["birthdate"] = markupScript
+					// a required field: a malformed optional one would be dropped, not refused
+					c["contact"].(map[string]any)["firstname"] = markupScript + "\a"
 				})
 			}),
 			status: http.StatusBadRequest, code: codePayloadInvalid, check: htmlInert,
@@ -899,7 +900,8 @@ func catalogue() []attackCase {
 			build: withToken(func(t *testing.T, e *env) string {
 				return e.token(t, "acme-rs", func(c map[string]any) {
 					xss(c)
-					c["contact"].(map[string]any)["birthdate"] = markupAttr
+					// a required field: a malformed optional one would be dropped, not refused
+					c["contact"].(map[string]any)["firstname"] = markupAttr + "\a"
 				})
 			}),
 			status: http.StatusBadRequest, code: codePayloadInvalid, check: noRawMarkup,

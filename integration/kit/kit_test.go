@@ -103,6 +103,15 @@ func partner(name, keys string, extra ...string) string {
 	return harness.PartnerBlock(name, append([]string{keys, "issuer " + issuer, "audience " + audience}, extra...)...)
 }
 
+// ownPartner is a partner block with the partner's own audience, audienceOf(name), for a
+// gateway with several partners: partners of one handler may not share an issuer and
+// audience (probe finding 7 of issue 13).
+func ownPartner(name, keys string, extra ...string) string {
+	return harness.PartnerBlock(name, append([]string{keys, "issuer " + issuer, "audience " + audienceOf(name)}, extra...)...)
+}
+
+func audienceOf(name string) string { return audience + "-" + name }
+
 // startGateway runs the real Caddy with the partners; the upstream answers /url with a URL
 // as the app service does.
 func startGateway(t *testing.T, partners ...string) (*harness.Caddy, *harness.Upstream) {

@@ -21,7 +21,7 @@ func TestKitTokensAcceptedByGateway(t *testing.T) {
 	var partners []string
 	for _, alg := range algs {
 		dirs[alg] = keygen(t, alg, "k-"+strings.ToLower(alg))
-		partners = append(partners, partner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json"), "algorithms "+alg))
+		partners = append(partners, ownPartner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json"), "algorithms "+alg))
 	}
 	c, up := startGateway(t, partners...)
 
@@ -29,7 +29,7 @@ func TestKitTokensAcceptedByGateway(t *testing.T) {
 		name := strings.ToLower(alg)
 		for _, kind := range []string{"main", "go"} {
 			t.Run(alg+"/"+kind+"/mint", func(t *testing.T) {
-				resp := c.PostURL(t, name, mint(t, dirs[alg], kind))
+				resp := c.PostURL(t, name, mint(t, dirs[alg], kind, "--aud", audienceOf(name)))
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("gateway answered %d %s, want 200", resp.StatusCode, resp.Body)
 				}
@@ -45,7 +45,7 @@ func TestKitTokensAcceptedByGateway(t *testing.T) {
 				}
 			})
 			t.Run(alg+"/"+kind+"/send", func(t *testing.T) {
-				args := []string{"send", "--gateway", c.URL, "--partner", name, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audience}
+				args := []string{"send", "--gateway", c.URL, "--partner", name, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audienceOf(name)}
 				r := partnerlink(t, append(args, fieldsOf(kind)...)...)
 				if r.code != 0 || strings.TrimSpace(r.stdout) != appURL {
 					t.Errorf("send = %d, stdout %q, stderr %q; want 0 and %s", r.code, r.stdout, r.stderr, appURL)
@@ -53,7 +53,7 @@ func TestKitTokensAcceptedByGateway(t *testing.T) {
 			})
 			t.Run(alg+"/"+kind+"/form", func(t *testing.T) {
 				page := filepath.Join(t.TempDir(), "link.html")
-				args := []string{"send", "--gateway", c.URL, "--partner", name, "--form", page, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audience}
+				args := []string{"send", "--gateway", c.URL, "--partner", name, "--form", page, "--key", filepath.Join(dirs[alg], "private.pem"), "--iss", issuer, "--aud", audienceOf(name)}
 				mustPartnerlink(t, append(args, fieldsOf(kind)...)...)
 				html, err := os.ReadFile(page)
 				if err != nil {
@@ -110,7 +110,7 @@ func TestGuideSnippetsAcceptedByGateway(t *testing.T) {
 	var partners []string
 	for _, alg := range algs {
 		dirs[alg] = keygen(t, alg, "s-"+strings.ToLower(alg))
-		partners = append(partners, partner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json")))
+		partners = append(partners, ownPartner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json")))
 	}
 	c, _ := startGateway(t, partners...)
 	node := filepath.Join(root, "docs/snippets/node")
@@ -134,7 +134,7 @@ func TestGuideSnippetsAcceptedByGateway(t *testing.T) {
 			t.Run(lang+"/"+alg, func(t *testing.T) {
 				cmd := command()
 				cmd.Env = append(os.Environ(), "KEY_FILE="+filepath.Join(dirs[alg], "private.pem"), "KID=s-"+strings.ToLower(alg),
-					"ALG="+alg, "ISS="+issuer, "AUD="+audience)
+					"ALG="+alg, "ISS="+issuer, "AUD="+audienceOf(strings.ToLower(alg)))
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
 				out, err := cmd.Output()
