@@ -78,7 +78,7 @@ const (
 
 // Defaults of Rules.
 const (
-	DefaultMaxLifetime    = 5 * time.Minute  // docs/interface.md A-AUTH-6, LIM-1
+	DefaultMaxLifetime    = MaxLifetime      // the interface's bound (docs/interface.md A-AUTH-6, LIM-1)
 	DefaultLeeway         = 30 * time.Second // clock skew between partner and gateway
 	DefaultNonceMinLength = 16               // 96 bits of base64url, the least a CSPRNG nonce should carry
 	DefaultNonceMaxLength = 256

@@ -23,14 +23,6 @@ import (
 // signature stays well below it.
 const MaxTokenLength = 16 << 10
 
-// Upper bounds of the Rules. The lifetime bound is the interface's (docs/interface.md
-// A-AUTH-6, LIM-1): a partner may be held to less, never to more. A leeway beyond it would
-// accept tokens whose lifetime rule was meant to have expired them.
-const (
-	maxLeeway         = 5 * time.Minute
-	maxNonceMaxLength = 4096
-)
-
 // Verifier checks tokens against one partner's Rules.
 type Verifier struct {
 	rules Rules
@@ -49,24 +41,8 @@ const (
 	numAlgs
 )
 
-// algIndex returns the index of an accepted algorithm, or -1: a plain switch, so that an
-// attacker's alg string ("none", "HS256", "rs256") never reaches a registry.
-func algIndex(alg string) int {
-	switch alg {
-	case RS256:
-		return algRS256
-	case PS256:
-		return algPS256
-	case ES256:
-		return algES256
-	}
-	return -1
-}
-
-var (
-	jwaAlgs  = [numAlgs]jwa.SignatureAlgorithm{jwa.RS256, jwa.PS256, jwa.ES256}
-	algNames = [numAlgs]string{RS256, PS256, ES256}
-)
+// jwaAlgs are jwx's names of algNames.
+var jwaAlgs = [numAlgs]jwa.SignatureAlgorithm{jwa.RS256, jwa.PS256, jwa.ES256}
 
 // Option configures a Verifier.
 type Option func(*Verifier)
@@ -86,13 +62,13 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 	}
 	v := &Verifier{now: time.Now}
 	if len(r.Algorithms) == 0 {
-		r.Algorithms = []string{RS256, PS256, ES256}
+		r.Algorithms = Algorithms()
 	}
 	algs := make([]string, 0, len(r.Algorithms))
 	for _, alg := range r.Algorithms {
 		i := algIndex(alg)
 		if i < 0 {
-			return nil, fmt.Errorf("algorithm %q is not accepted: only RS256, PS256 and ES256 are (symmetric algorithms and none never are)", clip(alg))
+			return nil, fmt.Errorf("algorithm %q is not accepted: only %s are (symmetric algorithms and none never are)", clip(alg), AlgorithmList("and"))
 		}
 		if v.verifiers[i] != nil {
 			continue
@@ -111,8 +87,8 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 		r.MaxLifetime = DefaultMaxLifetime
 	case r.MaxLifetime < time.Second:
 		return nil, fmt.Errorf("max lifetime %v is under one second", r.MaxLifetime)
-	case r.MaxLifetime > DefaultMaxLifetime:
-		return nil, fmt.Errorf("max lifetime %v is over the interface's limit of %v", r.MaxLifetime, DefaultMaxLifetime)
+	case r.MaxLifetime > MaxLifetime:
+		return nil, fmt.Errorf("max lifetime %v is over the interface's limit of %v", r.MaxLifetime, MaxLifetime)
 	}
 	switch {
 	case r.Leeway == 0:
@@ -121,8 +97,8 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 		// Zero asks for the default, so no leeway is asked for with a negative value, as
 		// Caddy's durations say "off".
 		r.Leeway = 0
-	case r.Leeway > maxLeeway:
-		return nil, fmt.Errorf("leeway %v is over %v", r.Leeway, maxLeeway)
+	case r.Leeway > MaxLeeway:
+		return nil, fmt.Errorf("leeway %v is over %v", r.Leeway, MaxLeeway)
 	}
 	if r.NonceMinLength == 0 {
 		r.NonceMinLength = DefaultNonceMinLength
