@@ -99,20 +99,6 @@ func (u *upCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func registerOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		// a conflicting collector of the same name: keep ours unregistered rather than
-		// fail the config; the claims still work
-	}
-	return c
-}
-
 func (m *redisMetrics) observe(target string, d time.Duration, fresh bool, err error) {
 	if m == nil {
 		return
