@@ -109,7 +109,7 @@ func (t *RedisTLS) config() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Ping implements Pinger: it checks every master of a Cluster, or the one server.
+// Ping checks that Redis answers: every master of a Cluster, or the one server.
 func (r *Redis) Ping(ctx context.Context) error {
 	if r.conn == nil {
 		return errors.New("redis nonce store not provisioned")
@@ -240,7 +240,4 @@ func (l *caddyRedisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // Interface guards
-var (
-	_ Pinger           = (*Redis)(nil)
-	_ caddy.Destructor = (*redisConn)(nil)
-)
+var _ caddy.Destructor = (*redisConn)(nil)

@@ -46,9 +46,3 @@ var ErrFull = errors.New("nonce store full")
 // before the earliest time it can vouch for, for example a Redis that came back empty
 // after a restart. The refusal is final for that token, as a replay's is.
 var ErrTooOld = errors.New("token acceptable before the nonce store's memory begins")
-
-// Pinger is implemented by stores whose reachability can be checked, for health and
-// metrics.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
