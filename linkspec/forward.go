@@ -71,8 +71,9 @@ var Fields = [...]Field{
 }
 
 // fieldPtrs returns pointers to p's fields in the order of Fields, allocating the contact
-// when alloc is set.
-func (p *Payload) fieldPtrs(alloc bool) [18]*string {
+// when alloc is set. An array, not a slice, so the hot path does not allocate; the literal
+// is [...] so that a field added to Fields but not here (or the reverse) does not compile.
+func (p *Payload) fieldPtrs(alloc bool) [len(Fields)]*string {
 	c := p.Contact
 	if c == nil {
 		if !alloc {
@@ -82,7 +83,7 @@ func (p *Payload) fieldPtrs(alloc bool) [18]*string {
 			c = p.Contact
 		}
 	}
-	return [18]*string{
+	return [...]*string{
 		&p.EmployeeID, &p.EmployeeUsername, &p.EmployeeFirstname, &p.EmployeeLastname,
 		&p.EmployeeEmail, &p.OrganizationName, &p.OrganizationID,
 		&c.ID, &c.Birthdate, &c.SSN, &c.Gender, &c.Firstname, &c.Middlename, &c.Lastname,
