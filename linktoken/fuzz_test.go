@@ -8,8 +8,10 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"math/big"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -83,8 +85,34 @@ func checkVerdict(t *testing.T, token []byte, set *KeySet, got *Token, err error
 	if _, verr := got.Payload.Validate(); verr != nil {
 		t.Fatalf("Verify() accepted an invalid payload: %v", verr)
 	}
-	if got.Claims != string(parts[1]) {
-		t.Fatal("Verify().Claims is not the payload segment")
+	if len(got.Dropped) == 0 {
+		if got.Claims != string(parts[1]) {
+			t.Fatal("Verify().Claims is not the payload segment")
+		}
+		return
+	}
+	// Dropped optional fields leave the forwarded claims too: the claims are the segment's
+	// members less exactly those fields.
+	var want, have map[string]any
+	if raw, err := base64.RawURLEncoding.DecodeString(string(parts[1])); err != nil || json.Unmarshal(raw, &want) != nil {
+		t.Fatalf("Verify() accepted a payload segment that is not a JSON object")
+	}
+	if raw, err := base64.RawURLEncoding.DecodeString(got.Claims); err != nil || json.Unmarshal(raw, &have) != nil {
+		t.Fatalf("Verify().Claims is not base64url JSON: %q", got.Claims)
+	}
+	for _, f := range got.Dropped {
+		obj, name := want, f.Field
+		if inner, ok := strings.CutPrefix(f.Field, "contact."); ok {
+			obj, _ = want["contact"].(map[string]any)
+			name = inner
+		}
+		if _, ok := obj[name]; !ok {
+			t.Fatalf("Verify() dropped %s, which the token does not carry", f.Field)
+		}
+		delete(obj, name)
+	}
+	if !reflect.DeepEqual(have, want) {
+		t.Fatalf("Verify().Claims = %v, want the segment less %v: %v", have, got.Dropped, want)
 	}
 }
 
