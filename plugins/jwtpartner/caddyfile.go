@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 
-	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 )
 
@@ -82,8 +81,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			name := d.Val()
-			if !partnerNameRE.MatchString(name) {
-				return d.Errf("partner name %q: want 1..64 characters of a-z, 0-9, '-' and '_'", name)
+			if err := checkPartnerName(name); err != nil {
+				return d.WrapErr(err)
 			}
 			if _, dup := h.Partners[name]; dup {
 				return d.Errf("partner %s: configured more than once", name)
@@ -112,8 +111,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := durationArg(d, &h.MaxLifetime); err != nil {
 				return err
 			}
-			if h.MaxLifetime > caddy.Duration(linktoken.DefaultMaxLifetime) {
-				return d.Errf("max_lifetime: at most %s", linktoken.DefaultMaxLifetime)
+			if err := checkMaxLifetime(h.MaxLifetime); err != nil {
+				return d.Errf("max_lifetime: %v", err)
 			}
 		case "max_body_size":
 			var s string
@@ -193,7 +192,9 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 			return nil, d.Errf("partner %s: %s given more than once", name, opt)
 		}
 		seen[opt] = true
-		var err error
+		// err is the dispenser's, which names the line already; rule is an option's rule
+		// (partners.go), named here with the partner and the line.
+		var err, rule error
 		switch opt {
 		case "issuer":
 			err = oneArg(d, &p.Issuer)
@@ -211,32 +212,20 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 		case "jwks_url":
 			err = oneArg(d, &p.JWKSURL)
 			if err == nil {
-				if uerr := linktoken.CheckKeySetURL(p.JWKSURL); uerr != nil {
-					return nil, d.Errf("partner %s: jwks_url: %v", name, uerr)
-				}
+				rule = checkJWKSURL(p.JWKSURL)
 			}
 		case "algorithms":
 			p.Algorithms = d.RemainingArgs()
 			if len(p.Algorithms) == 0 {
 				return nil, d.ArgErr()
 			}
-			for _, a := range p.Algorithms {
-				switch a {
-				case linktoken.RS256, linktoken.PS256, linktoken.ES256:
-				default:
-					return nil, d.Errf("partner %s: algorithm %q is not allowed (want RS256, PS256 or ES256; symmetric algorithms and none are never accepted)", name, a)
-				}
-			}
+			rule = checkAlgorithms(p.Algorithms)
 		case "kinds":
 			p.Kinds = d.RemainingArgs()
 			if len(p.Kinds) == 0 {
 				return nil, d.ArgErr()
 			}
-			for _, k := range p.Kinds {
-				if _, ok := linkspec.ParseKind(k); !ok {
-					return nil, d.Errf("partner %s: kind %q: want main or go", name, k)
-				}
-			}
+			rule = checkKinds(p.Kinds)
 		case "refresh_min":
 			err = durationArg(d, &p.RefreshMin)
 		case "refresh_max":
@@ -247,8 +236,10 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 			err = durationArg(d, &p.MaxStale)
 		case "max_lifetime":
 			err = durationArg(d, &p.MaxLifetime)
-			if err == nil && p.MaxLifetime > caddy.Duration(linktoken.DefaultMaxLifetime) {
-				return nil, d.Errf("partner %s: max_lifetime: at most %s", name, linktoken.DefaultMaxLifetime)
+			if err == nil {
+				if lerr := checkMaxLifetime(p.MaxLifetime); lerr != nil {
+					rule = fmt.Errorf("max_lifetime: %v", lerr)
+				}
 			}
 		case "leeway":
 			err = leewayArg(d, &p.Leeway)
@@ -262,19 +253,13 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 		if err != nil {
 			return nil, err
 		}
+		if rule != nil {
+			return nil, d.Errf("partner %s: %v", name, rule)
+		}
 	}
-	missing := func(what string) error {
-		return fmt.Errorf("partner %s: %s, at %s:%d", name, what, file, line)
-	}
-	switch {
-	case p.Issuer == "":
-		return nil, missing("issuer is required")
-	case p.Audience == "":
-		return nil, missing("audience is required")
-	case p.JWKSFile == "" && p.JWKSURL == "":
-		return nil, missing("jwks_file or jwks_url is required")
-	case p.JWKSFile != "" && p.JWKSURL != "":
-		return nil, missing("jwks_file and jwks_url are exclusive: configure one")
+	// What the block as a whole must have is named at the partner's line.
+	if err := p.checkRequired(); err != nil {
+		return nil, fmt.Errorf("partner %s: %v, at %s:%d", name, err, file, line)
 	}
 	return p, nil
 }
@@ -312,16 +297,15 @@ func leewayArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 		return d.ArgErr()
 	}
 	dur, err := caddy.ParseDuration(s)
-	switch {
-	case err != nil || dur < 0:
+	if err != nil || dur < 0 {
 		return d.Errf("leeway %q: want a duration such as 30s, or 0 for none", s)
-	case dur > linktoken.DefaultMaxLifetime:
-		// linktoken's bound: a leeway beyond the lifetime limit would accept tokens the
-		// lifetime rule was meant to have expired.
-		return d.Errf("leeway %q: at most %s", s, linktoken.DefaultMaxLifetime)
-	case dur == 0:
+	}
+	if err := checkLeeway(caddy.Duration(dur)); err != nil {
+		return d.Errf("leeway %q: %v", s, err)
+	}
+	if dur == 0 {
 		*dst = noLeeway
-	default:
+	} else {
 		*dst = caddy.Duration(dur)
 	}
 	return nil

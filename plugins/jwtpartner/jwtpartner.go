@@ -13,7 +13,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -216,8 +215,6 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-var partnerNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-
 // Provision sets defaults, expands the upstream secret, loads the nonce store and starts a
 // key source per partner with ctx. The handler needs no Cleanup: the URL fetchers stop when
 // ctx is cancelled (on unload, and after a failed Provision), and the nonce store is a guest
@@ -263,6 +260,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.store = store
 	}
 
+	// The handler's defaults meet the partner options' rules here, before a verifier
+	// refuses them in its own words.
+	if err := checkMaxLifetime(h.MaxLifetime); err != nil {
+		return fmt.Errorf("max_lifetime %s: %v", time.Duration(h.MaxLifetime), err)
+	}
+	if err := checkLeeway(h.Leeway); err != nil {
+		return fmt.Errorf("leeway %s: %v", time.Duration(h.Leeway), err)
+	}
 	for name, p := range h.Partners {
 		if p == nil {
 			return fmt.Errorf("partner %s: no configuration", name)
@@ -314,8 +319,8 @@ func (h *Handler) Validate() error {
 		return errors.New("no partners configured")
 	}
 	for name := range h.Partners {
-		if !partnerNameRE.MatchString(name) {
-			return fmt.Errorf("partner name %q: want 1..64 characters of a-z, 0-9, '-' and '_'", name)
+		if err := checkPartnerName(name); err != nil {
+			return err
 		}
 	}
 	if h.MaxBodySize < 0 {

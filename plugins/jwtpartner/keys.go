@@ -1,7 +1,6 @@
 package jwtpartner
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,22 +13,17 @@ import (
 
 // keySource returns the partner's key source: a checked key set read from jwks_file now,
 // or linktoken's remote source for jwks_url, started with ctx so its fetcher stops when
-// this configuration is unloaded.
+// this configuration is unloaded. Partner.check has made sure there is exactly one.
 func (h *Handler) keySource(ctx caddy.Context, name string, p *Partner) (linktoken.KeySource, error) {
-	switch {
-	case p.JWKSFile != "" && p.JWKSURL != "":
-		return nil, errors.New("jwks_file and jwks_url are exclusive: configure one")
-	case p.JWKSFile != "":
-		set, err := loadKeyFile(p.JWKSFile)
-		if err != nil {
-			return nil, err
-		}
-		h.metrics.keys(name, set.Len())
-		return set, nil
-	case p.JWKSURL != "":
+	if p.JWKSURL != "" {
 		return h.remoteKeySource(ctx, name, p)
 	}
-	return nil, errors.New("no keys: configure jwks_file or jwks_url")
+	set, err := loadKeyFile(p.JWKSFile)
+	if err != nil {
+		return nil, err
+	}
+	h.metrics.keys(name, set.Len())
+	return set, nil
 }
 
 // loadKeyFile reads and checks a jwks_file. Provision loads the partner's keys with it, and

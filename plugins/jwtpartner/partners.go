@@ -3,6 +3,7 @@ package jwtpartner
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -19,14 +20,13 @@ type partnerState struct {
 	keys     linktoken.KeySource
 }
 
-// provisionPartner builds the partner's rules (the handler's defaults under the partner's
-// overrides) and starts its key source with ctx.
+// provisionPartner checks the partner's options, builds its rules (the handler's defaults
+// under the partner's overrides) and starts its key source with ctx.
 func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (*partnerState, error) {
-	rules, err := h.rules(p)
-	if err != nil {
+	if err := p.check(); err != nil {
 		return nil, err
 	}
-	v, err := linktoken.NewVerifier(rules, linktoken.WithClock(h.now))
+	v, err := linktoken.NewVerifier(h.rules(p), linktoken.WithClock(h.now))
 	if err != nil {
 		return nil, err
 	}
@@ -37,16 +37,10 @@ func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (
 	return &partnerState{name: name, verifier: v, keys: keys}, nil
 }
 
-// rules turns a partner's configuration into linktoken.Rules. Zero values are left for
-// NewVerifier to fill with linktoken's defaults, so the defaults live in one place; a
+// rules turns a checked partner's configuration into linktoken.Rules. Zero values are left
+// for NewVerifier to fill with linktoken's defaults, so the defaults live in one place; a
 // negative leeway (none) passes through, since linktoken reads it the same way.
-func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
-	if p.Issuer == "" {
-		return linktoken.Rules{}, errors.New("issuer is required")
-	}
-	if p.Audience == "" {
-		return linktoken.Rules{}, errors.New("audience is required")
-	}
+func (h *Handler) rules(p *Partner) linktoken.Rules {
 	r := linktoken.Rules{
 		Issuer:         p.Issuer,
 		Audience:       p.Audience,
@@ -56,29 +50,118 @@ func (h *Handler) rules(p *Partner) (linktoken.Rules, error) {
 		NonceMinLength: p.NonceMinLength,
 		NonceMaxLength: p.NonceMaxLength,
 	}
-	for _, a := range p.Algorithms {
-		switch a {
-		case linktoken.RS256, linktoken.PS256, linktoken.ES256:
-		default:
-			// docs/interface.md A-AUTH-2, A-AUTH-3; checked here as well as in linktoken so
-			// that the message names the option.
-			return linktoken.Rules{}, fmt.Errorf("algorithms: %q is not allowed (want RS256, PS256 or ES256; symmetric algorithms and none are never accepted)", a)
-		}
-	}
-	if r.MaxLifetime > linktoken.DefaultMaxLifetime {
-		return linktoken.Rules{}, fmt.Errorf("max_lifetime %s: the interface allows at most %s", r.MaxLifetime, linktoken.DefaultMaxLifetime)
-	}
-	if r.MaxLifetime < 0 {
-		return linktoken.Rules{}, errors.New("max_lifetime must not be negative")
-	}
 	for _, k := range p.Kinds {
-		kind, ok := linkspec.ParseKind(k)
-		if !ok {
-			return linktoken.Rules{}, fmt.Errorf("kinds: %q is not a link kind (want main or go)", k)
-		}
-		r.Kinds = append(r.Kinds, kind)
+		r.Kinds = append(r.Kinds, linkspec.Kind(k))
 	}
-	return r, nil
+	return r
+}
+
+// The rule of each partner option lives in one function below. UnmarshalCaddyfile calls it
+// as it reads the option, so that the error carries the Caddyfile's file and line;
+// Provision calls Partner.check, so that a JSON configuration meets the same rule with the
+// same words. The bounds are linktoken's, which NewVerifier enforces again as the last line
+// of defence. The duration checks return the reason only: the Caddyfile names the value as
+// written, JSON as a duration.
+
+// check checks every option of p.
+func (p *Partner) check() error {
+	if err := p.checkRequired(); err != nil {
+		return err
+	}
+	if err := checkAlgorithms(p.Algorithms); err != nil {
+		return err
+	}
+	if err := checkKinds(p.Kinds); err != nil {
+		return err
+	}
+	if p.JWKSURL != "" {
+		if err := checkJWKSURL(p.JWKSURL); err != nil {
+			return err
+		}
+	}
+	if err := checkMaxLifetime(p.MaxLifetime); err != nil {
+		return fmt.Errorf("max_lifetime %s: %v", time.Duration(p.MaxLifetime), err)
+	}
+	if err := checkLeeway(p.Leeway); err != nil {
+		return fmt.Errorf("leeway %s: %v", time.Duration(p.Leeway), err)
+	}
+	return nil
+}
+
+// checkRequired checks the options every partner needs: an issuer and an audience
+// (docs/interface.md A-AUTH-8, A-AUTH-9) and exactly one key source.
+func (p *Partner) checkRequired() error {
+	switch {
+	case p.Issuer == "":
+		return errors.New("issuer is required")
+	case p.Audience == "":
+		return errors.New("audience is required")
+	case p.JWKSFile == "" && p.JWKSURL == "":
+		return errors.New("jwks_file or jwks_url is required")
+	case p.JWKSFile != "" && p.JWKSURL != "":
+		return errors.New("jwks_file and jwks_url are exclusive: configure one")
+	}
+	return nil
+}
+
+// checkAlgorithms refuses an algorithm outside linktoken's set (docs/interface.md A-AUTH-2,
+// A-AUTH-3).
+func checkAlgorithms(algs []string) error {
+	for _, a := range algs {
+		if !linktoken.AlgorithmAllowed(a) {
+			return fmt.Errorf("algorithm %q is not allowed (want %s; symmetric algorithms and none are never accepted)", a, linktoken.AlgorithmList("or"))
+		}
+	}
+	return nil
+}
+
+// checkKinds refuses a name that is not a link kind.
+func checkKinds(kinds []string) error {
+	for _, k := range kinds {
+		if _, ok := linkspec.ParseKind(k); !ok {
+			return fmt.Errorf("kind %q: want %s or %s", k, linkspec.KindMain, linkspec.KindGo)
+		}
+	}
+	return nil
+}
+
+// checkJWKSURL refuses a key set URL linktoken would not fetch.
+func checkJWKSURL(u string) error {
+	if err := linktoken.CheckKeySetURL(u); err != nil {
+		return fmt.Errorf("jwks_url: %v", err)
+	}
+	return nil
+}
+
+// checkMaxLifetime checks a max_lifetime, the handler's or a partner's; zero takes the
+// default.
+func checkMaxLifetime(d caddy.Duration) error {
+	switch {
+	case d < 0:
+		return errors.New("must not be negative")
+	case time.Duration(d) > linktoken.MaxLifetime:
+		return fmt.Errorf("at most %s", linktoken.MaxLifetime)
+	}
+	return nil
+}
+
+// checkLeeway checks a leeway, the handler's or a partner's; zero takes the default and a
+// negative value means none.
+func checkLeeway(d caddy.Duration) error {
+	if time.Duration(d) > linktoken.MaxLeeway {
+		return fmt.Errorf("at most %s", linktoken.MaxLeeway)
+	}
+	return nil
+}
+
+var partnerNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// checkPartnerName checks a partner's name, which is also its metrics label.
+func checkPartnerName(name string) error {
+	if !partnerNameRE.MatchString(name) {
+		return fmt.Errorf("partner name %q: want 1..64 characters of a-z, 0-9, '-' and '_'", name)
+	}
+	return nil
 }
 
 // sharedIssuerAudience returns the first partner, by name, other than name whose issuer

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partnergate/partnergate/integration/harness"
@@ -24,11 +25,11 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		want string
 	}{
 		{"no partners", func(h *Handler) { h.Partners = nil }, "no partners configured"},
-		{"HS256", func(h *Handler) { h.Partners["demo"].Algorithms = []string{"HS256"} }, `algorithms: "HS256" is not allowed`},
-		{"none", func(h *Handler) { h.Partners["demo"].Algorithms = []string{"none"} }, `algorithms: "none" is not allowed`},
+		{"HS256", func(h *Handler) { h.Partners["demo"].Algorithms = []string{"HS256"} }, `partner demo: algorithm "HS256" is not allowed (want RS256, PS256 or ES256`},
+		{"none", func(h *Handler) { h.Partners["demo"].Algorithms = []string{"none"} }, `partner demo: algorithm "none" is not allowed`},
 		{"missing issuer", func(h *Handler) { h.Partners["demo"].Issuer = "" }, "partner demo: issuer is required"},
 		{"missing audience", func(h *Handler) { h.Partners["demo"].Audience = "" }, "partner demo: audience is required"},
-		{"no keys", func(h *Handler) { h.Partners["demo"].JWKSFile = "" }, "no keys"},
+		{"no keys", func(h *Handler) { h.Partners["demo"].JWKSFile = "" }, "partner demo: jwks_file or jwks_url is required"},
 		{"both key sources", func(h *Handler) { h.Partners["demo"].JWKSURL = "https://x.example/j" }, "exclusive"},
 		{"http key url", func(h *Handler) {
 			h.Partners["demo"].JWKSFile = ""
@@ -36,7 +37,17 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		}, "https"},
 		{"missing key file", func(h *Handler) { h.Partners["demo"].JWKSFile = jwks + ".missing" }, "partner demo: jwks_file"},
 		{"lifetime over 5m", func(h *Handler) { h.MaxLifetime = caddy.Duration(6 * 60e9) }, "max_lifetime 6m0s"},
-		{"bad kind", func(h *Handler) { h.Partners["demo"].Kinds = []string{"web"} }, `kinds: "web"`},
+		{"partner lifetime over 5m", func(h *Handler) { h.Partners["demo"].MaxLifetime = caddy.Duration(10 * time.Minute) }, "partner demo: max_lifetime 10m0s: at most 5m0s"},
+		// The handler's default is checked even where every partner overrides it, as the
+		// Caddyfile does.
+		{"lifetime over 5m overridden", func(h *Handler) {
+			h.MaxLifetime = caddy.Duration(6 * time.Minute)
+			h.Partners["demo"].MaxLifetime = caddy.Duration(time.Minute)
+		}, "max_lifetime 6m0s: at most 5m0s"},
+		{"negative lifetime", func(h *Handler) { h.MaxLifetime = -1 }, "max_lifetime -1ns: must not be negative"},
+		{"leeway over 5m", func(h *Handler) { h.Leeway = caddy.Duration(6 * time.Minute) }, "leeway 6m0s: at most 5m0s"},
+		{"partner leeway over 5m", func(h *Handler) { h.Partners["demo"].Leeway = caddy.Duration(time.Hour) }, "partner demo: leeway 1h0m0s: at most 5m0s"},
+		{"bad kind", func(h *Handler) { h.Partners["demo"].Kinds = []string{"web"} }, `partner demo: kind "web": want main or go`},
 		{"bad partner name", func(h *Handler) { h.Partners["Demo!"] = &Partner{Issuer: "i", Audience: "b", JWKSFile: jwks} }, `partner name "Demo!"`},
 		// Probe finding 7: a token would be accepted once at each partner of the pair.
 		{"shared issuer and audience", func(h *Handler) { h.Partners["other"] = good() }, `partners demo and other have the same issuer "i" and audience "a"`},
@@ -135,4 +146,39 @@ func TestMetricsSharedBetweenHandlers(t *testing.T) {
 		}
 	}
 	t.Error("partnergate_requests_total not registered")
+}
+
+// TestPartnerRulesAgree: a partner option's rule is one function, so a Caddyfile and the
+// JSON it adapts to are refused in the same words; the Caddyfile adds its file and line.
+func TestPartnerRulesAgree(t *testing.T) {
+	jwks := harness.WriteJWKS(t, t.TempDir(), harness.NewKey(t, "ES256", "k"))
+	tests := []struct {
+		name  string
+		block string // partner demo's options, one a line
+		json  Partner
+	}{
+		{"HS256", "issuer i\naudience a\njwks_file " + jwks + "\nalgorithms RS256 HS256", Partner{Issuer: "i", Audience: "a", JWKSFile: jwks, Algorithms: []string{"RS256", "HS256"}}},
+		{"bad kind", "issuer i\naudience a\njwks_file " + jwks + "\nkinds go web", Partner{Issuer: "i", Audience: "a", JWKSFile: jwks, Kinds: []string{"go", "web"}}},
+		{"http key url", "issuer i\naudience a\njwks_url http://partner.example/j", Partner{Issuer: "i", Audience: "a", JWKSURL: "http://partner.example/j"}},
+		{"missing issuer", "audience a\njwks_file " + jwks, Partner{Audience: "a", JWKSFile: jwks}},
+		{"missing audience", "issuer i\njwks_file " + jwks, Partner{Issuer: "i", JWKSFile: jwks}},
+		{"missing keys", "issuer i\naudience a", Partner{Issuer: "i", Audience: "a"}},
+		{"both key sources", "issuer i\naudience a\njwks_file " + jwks + "\njwks_url https://x.example/j", Partner{Issuer: "i", Audience: "a", JWKSFile: jwks, JWKSURL: "https://x.example/j"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fromFile Handler
+			cerr := fromFile.UnmarshalCaddyfile(caddyfile.NewTestDispenser("jwt_partner {\npartner demo {\n" + tt.block + "\n}\n}"))
+			h := &Handler{Partners: map[string]*Partner{"demo": &tt.json}, store: &fakeStore{}}
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+			defer cancel()
+			perr := h.Provision(ctx)
+			if cerr == nil || perr == nil {
+				t.Fatalf("UnmarshalCaddyfile(%s) = %v, Provision = %v, want both to refuse", tt.name, cerr, perr)
+			}
+			if want := perr.Error() + ", at Testfile:"; !strings.HasPrefix(cerr.Error(), want) {
+				t.Errorf("UnmarshalCaddyfile(%s) = %q, want %q and the line", tt.name, cerr, want)
+			}
+		})
+	}
 }
