@@ -19,7 +19,6 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/partnergate/partnergate/caddymodule"
-	"github.com/partnergate/partnergate/integration/harness"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected JSON of the golden files")
@@ -79,20 +78,14 @@ func adapt(file, input string) (string, error) {
 	return b.String() + "\n", nil
 }
 
-// TestCaddyfileExampleAdapts keeps Caddyfile.example in step with the directive. Its
-// jwks_file is relative to the directory caddy runs in, where ./run.sh makes the demo keys,
-// and adapting loads it: so it is adapted in a directory that has one.
+// TestCaddyfileExampleAdapts keeps Caddyfile.example in step with the directive. Adapting
+// only records its jwks_file (./run.sh makes the demo keys where caddy runs, and
+// provisioning reads them), so no key file is needed here.
 func TestCaddyfileExampleAdapts(t *testing.T) {
 	data, err := os.ReadFile("../../Caddyfile.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "data", "demo"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	harness.WriteJWKS(t, filepath.Join(dir, "data", "demo"), harness.NewKey(t, "ES256", "demo"))
-	t.Chdir(dir)
 	got, err := adapt("Caddyfile.example", string(data))
 	if err != nil {
 		t.Fatalf("adapting Caddyfile.example: %v", err)

@@ -48,8 +48,10 @@ func TestValidate(t *testing.T) {
 		{"missing issuer", site("\t\t\taudience a\n\t\t\tjwks_file "+good, ""), "", "partner demo: issuer is required, at ", 7},
 		{"missing audience", site("\t\t\tissuer a\n\t\t\tjwks_file "+good, ""), "", "partner demo: audience is required, at ", 7},
 		{"missing keys", site(ids, ""), "", "jwks_file or jwks_url is required, at ", 7},
-		{"key file missing", site(ids+"\t\t\tjwks_file "+filepath.Join(dir, "nope.json"), ""), "", "partner demo: jwks_file: reading key set", 10},
-		{"key file with private key", site(ids+"\t\t\tjwks_file "+priv, ""), "", "partner demo: jwks_file", 10},
+		// A jwks_file is read at provisioning, not by the adapter: the error names the
+		// partner and the path, not a Caddyfile line.
+		{"key file missing", site(ids+"\t\t\tjwks_file "+filepath.Join(dir, "nope.json"), ""), "", "partner demo: jwks_file: reading key set: open " + filepath.Join(dir, "nope.json") + ": no such file or directory", 0},
+		{"key file with private key", site(ids+"\t\t\tjwks_file "+priv, ""), "", "partner demo: jwks_file: key set " + priv + ": key 0", 0},
 		{"secret not set", site(ids+"\t\t\tjwks_file "+good, "\t\tupstream_secret {env.TEST_SECRET_UNSET}"), "", "upstream_secret: shorter than 32 bytes", 0},
 	}
 	for _, tt := range tests {

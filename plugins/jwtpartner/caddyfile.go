@@ -57,10 +57,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // partner may repeat, once per name; every other subdirective may appear once. Each partner
-// needs issuer, audience and exactly one of jwks_file and jwks_url. A jwks_file is loaded
-// and checked here already (and again at provisioning), so that a key file that does not
-// load is reported with the Caddyfile's file and line. Durations are positive, except that
-// leeway 0 asks for no leeway at all (JSON -1: a zero there is the default).
+// needs issuer, audience and exactly one of jwks_file and jwks_url. A jwks_file is read
+// at provisioning, not here: caddy validate reports one that does not load with the
+// partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
+// all (JSON -1: a zero there is the default).
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
@@ -201,14 +201,9 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 		case "audience":
 			err = oneArg(d, &p.Audience)
 		case "jwks_file":
+			// Only the path: an adapter turns text into JSON, and Provision, which caddy
+			// validate runs too, loads the file.
 			err = oneArg(d, &p.JWKSFile)
-			if err == nil {
-				// The same load and check as Provision's, here so that the error carries
-				// the Caddyfile's file and line.
-				if _, kerr := loadKeyFile(p.JWKSFile); kerr != nil {
-					return nil, d.Errf("partner %s: %v", name, kerr)
-				}
-			}
 		case "jwks_url":
 			err = oneArg(d, &p.JWKSURL)
 			if err == nil {

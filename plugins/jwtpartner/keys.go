@@ -26,11 +26,9 @@ func (h *Handler) keySource(ctx caddy.Context, name string, p *Partner) (linktok
 	return set, nil
 }
 
-// loadKeyFile reads and checks a jwks_file. Provision loads the partner's keys with it, and
-// UnmarshalCaddyfile runs the same check at adapt time so that caddy adapt and caddy
-// validate report a key file that does not load with the Caddyfile's file and line; a JSON
-// config meets it in Provision only. A relative path is read from the working directory,
-// at adapt time as at provisioning.
+// loadKeyFile reads and checks a jwks_file, at provisioning (caddy run, reload and
+// validate); the Caddyfile adapter only records the path. A relative path is read from the
+// working directory of the process that provisions.
 func loadKeyFile(path string) (*linktoken.KeySet, error) {
 	set, err := linktoken.LoadKeySetFile(path)
 	if err != nil {

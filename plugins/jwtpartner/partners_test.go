@@ -2,6 +2,9 @@ package jwtpartner
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +181,49 @@ func TestPartnerRulesAgree(t *testing.T) {
 			}
 			if want := perr.Error() + ", at Testfile:"; !strings.HasPrefix(cerr.Error(), want) {
 				t.Errorf("UnmarshalCaddyfile(%s) = %q, want %q and the line", tt.name, cerr, want)
+			}
+		})
+	}
+}
+
+// TestProvisionReportsKeyFile: the Caddyfile adapter only records a jwks_file's path, and
+// Provision (which caddy validate runs) refuses a file that does not load, naming the
+// partner, the path and the reason.
+func TestProvisionReportsKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	priv := filepath.Join(dir, "private.json")
+	privJWK, _ := json.Marshal(map[string]any{"keys": []any{harness.NewKey(t, "ES256", "leaked").PrivateJWK(t)}})
+	if err := os.WriteFile(priv, privJWK, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := filepath.Join(dir, "enc.json")
+	encJWK := harness.NewKey(t, "ES256", "golden-enc").PublicJWK(t)
+	encJWK["use"] = "enc"
+	encSet, _ := json.Marshal(map[string]any{"keys": []any{encJWK}})
+	if err := os.WriteFile(enc, encSet, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope.json")
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing", missing, "partner demo: jwks_file: reading key set: open " + missing + ": no such file or directory"},
+		{"private key", priv, "partner demo: jwks_file: key set " + priv + ": key 0 (kid \"leaked\"): "},
+		{"use enc", enc, "partner demo: jwks_file: key set " + enc + `: key 0 (kid "golden-enc"): key has use "enc": only signature keys (use "sig" or no use) are accepted`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Handler
+			input := "jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file " + tt.path + "\n}\n}"
+			if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+				t.Fatalf("UnmarshalCaddyfile(%s) = %v, want the path recorded", tt.name, err)
+			}
+			h.store = &fakeStore{}
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+			defer cancel()
+			err := h.Provision(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Provision(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 			}
 		})
 	}
