@@ -164,14 +164,21 @@ func TestFreshTokensAreSentOnceInOrder(t *testing.T) {
 			if int64(len(rec.bodies)) < res.Sent-int64(conns) || int64(len(rec.bodies)) > res.Sent {
 				t.Errorf("server got %d tokens, want between Sent-%d and Sent = %d", len(rec.bodies), conns, res.Sent)
 			}
+			// At most one request a connection was in flight when wrk stopped, and that one
+			// is its connection's last, not necessarily among the last handed out: a
+			// connection whose answer was slow holds an earlier token while the others go on.
 			got := map[string]bool{}
 			for _, b := range rec.bodies {
 				got[b] = true
 			}
+			var missing []int
 			for i, tok := range tokens[:res.Sent] {
-				if !got[tok] && i < int(res.Sent)-conns {
-					t.Fatalf("token %d (%q) never arrived, want every token up to Sent-%d", i+1, tok, conns)
+				if !got[tok] {
+					missing = append(missing, i+1)
 				}
+			}
+			if len(missing) > conns {
+				t.Fatalf("tokens %v never arrived, want at most %d missing (one in flight a connection)", missing, conns)
 			}
 			if conns == 1 {
 				for i, b := range rec.bodies {
