@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it: formatting, vet, the linter, the race detector over
 # every package (unit, integration with a real Caddy, real redis-server processes, the app
 # service on SQLite and PostgreSQL, a real headless Chromium). The fuzz targets' seeds and
-# committed corpora run as ordinary tests; open-ended fuzzing is scripts/fuzz.sh, never part
-# of this gate. The whole go test output is kept in integration/artifacts/go-test.log.
+# committed corpora run as ordinary tests; the open-ended search is a separate script, never
+# part of this gate (SECURITY.md, "Native fuzz targets"). The whole go test output is kept in integration/artifacts/go-test.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 
