@@ -3,7 +3,8 @@
 # every package (unit, integration with a real Caddy, real redis-server processes, the app
 # service on SQLite and PostgreSQL, a real headless Chromium). The fuzz targets' seeds and
 # committed corpora run as ordinary tests; the open-ended search is a separate script, never
-# part of this gate (SECURITY.md, "Native fuzz targets"). The whole go test output is kept in integration/artifacts/go-test.log.
+# part of this gate (SECURITY.md, "Native fuzz targets"). The whole go test output is kept
+# in integration/artifacts/go-test.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 
