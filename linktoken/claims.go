@@ -84,10 +84,13 @@ func ParseNumericDate(val []byte) (int64, error) {
 
 // audience reads aud, one string or an array of strings (RFC 7519 §4.1.3), and records
 // only whether it contains want: the rule needs nothing else, and keeping no copy of the
-// values keeps the hot path free of allocations for them.
+// values keeps the hot path free of allocations for them. Only a trace keeps them.
 type audience struct {
 	want  string
 	found bool
+	// record keeps the values, clipped, in seen: a trace shows them.
+	record bool
+	seen   []string
 }
 
 var errNotAudience = errors.New("not a string or an array of strings")
@@ -100,6 +103,7 @@ func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			return err
 		}
 		a.found = equalJSONString(val, a.want)
+		a.keep(val)
 		return nil
 	case '[':
 		if _, err := dec.ReadToken(); err != nil {
@@ -116,11 +120,19 @@ func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			if equalJSONString(val, a.want) {
 				a.found = true
 			}
+			a.keep(val)
 		}
 		_, err := dec.ReadToken()
 		return err
 	}
 	return errNotAudience
+}
+
+func (a *audience) keep(val jsontext.Value) {
+	if a.record {
+		unq, _ := jsontext.AppendUnquote(nil, val)
+		a.seen = append(a.seen, clip(string(unq)))
+	}
 }
 
 // equalJSONString reports whether the JSON string val (quoted, already validated by the
@@ -255,26 +267,37 @@ func checkIssuedAt(c *claims) error {
 	return nil
 }
 
-// checkValidity enforces RFC 7519 §4.1.4 and §4.1.5 with the partner's leeway for clock
-// skew: the token is valid from nbf - leeway (inclusive) to exp + leeway (exclusive).
-func (v *Verifier) checkValidity(c *claims, now time.Time) error {
+// checkNotBefore enforces RFC 7519 §4.1.5 with the partner's leeway for clock skew: the
+// token is valid from nbf - leeway, inclusive.
+func (v *Verifier) checkNotBefore(c *claims, now time.Time) error {
 	if now.Before(time.Unix(c.NotBefore.v, 0).Add(-v.rules.Leeway)) {
 		return &Error{Code: CodeTokenNotYetValid, Detail: "the token is not valid yet (nbf is in the future)"}
 	}
+	return nil
+}
+
+// checkExpiry enforces RFC 7519 §4.1.4 with the partner's leeway for clock skew: the token
+// is valid until exp + leeway, exclusive.
+func (v *Verifier) checkExpiry(c *claims, now time.Time) error {
 	if !now.Before(time.Unix(c.Expiry.v, 0).Add(v.rules.Leeway)) {
 		return &Error{Code: CodeTokenExpired, Detail: "the token has expired"}
 	}
 	return nil
 }
 
-// checkNonce enforces docs/interface.md A-AUTH-10: a nonce string within the partner's
-// length bounds, in bytes. A CSPRNG nonce in any usual encoding (base64url, hex, UUID) is
-// visible ASCII, so nothing else is accepted: no white space, no control characters, no
-// lookalike Unicode that would make two nonces differ only in normalization.
-func (v *Verifier) checkNonce(nonce string) error {
+// checkNoncePresent enforces docs/interface.md A-AUTH-10: the nonce is required.
+func checkNoncePresent(nonce string) error {
 	if nonce == "" {
 		return &Error{Code: CodeNonceMissing, Detail: "the nonce claim is required"}
 	}
+	return nil
+}
+
+// checkNonceForm enforces docs/interface.md A-AUTH-10 and LIM-2: a nonce string within the
+// partner's length bounds, in bytes. A CSPRNG nonce in any usual encoding (base64url, hex,
+// UUID) is visible ASCII, so nothing else is accepted: no white space, no control
+// characters, no lookalike Unicode that would make two nonces differ only in normalization.
+func (v *Verifier) checkNonceForm(nonce string) error {
 	if len(nonce) < v.rules.NonceMinLength || len(nonce) > v.rules.NonceMaxLength {
 		return &Error{Code: CodeNonceInvalid, Detail: "the nonce is shorter or longer than the partner's bounds"}
 	}
@@ -286,25 +309,28 @@ func (v *Verifier) checkNonce(nonce string) error {
 	return nil
 }
 
-// checkPayload checks the link kind against the partner's kinds (kind_not_allowed), drops the
-// malformed optional fields (linkspec.Payload.DropMalformed) and then checks the payload
-// against its table in docs/interface.md (payload_invalid with the fields). It returns the
-// dropped fields, nil when none.
-func (v *Verifier) checkPayload(c *claims) (linkspec.Kind, []linkspec.FieldError, error) {
-	kind := c.Payload.Kind()
+// checkKind checks the link kind against the partner's kinds.
+func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
+	kind := p.Kind()
 	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
-		return "", nil, &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
+		return "", &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
 	}
-	dropped := c.Payload.DropMalformed()
-	if _, err := c.Payload.Validate(v.rules.Kinds...); err != nil {
+	return kind, nil
+}
+
+// checkPayload checks the payload, its malformed optional fields already dropped
+// (linkspec.Payload.DropMalformed), against its table in docs/interface.md (A-PAY-MAIN,
+// A-PAY-GO): payload_invalid with the fields.
+func (v *Verifier) checkPayload(p *linkspec.Payload) error {
+	if _, err := p.Validate(v.rules.Kinds...); err != nil {
 		e := &Error{Code: CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {
 			e.Fields = perr.Fields
 		}
-		return "", nil, e
+		return e
 	}
-	return kind, dropped, nil
+	return nil
 }
 
 func containsKind(kinds []linkspec.Kind, k linkspec.Kind) bool {

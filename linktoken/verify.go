@@ -131,124 +131,59 @@ func (v *Verifier) Rules() Rules {
 }
 
 // Verify checks token (the compact serialization, surrounding white space already removed)
-// against every rule, in the order of docs/architecture.md, cheap checks first, and returns
-// the verified token or an *Error. It does not claim the nonce: the caller does that, last.
+// against every rule of the list in rules.go, in the order of docs/architecture.md, cheap
+// checks first, and returns the verified token or an *Error. It does not claim the nonce:
+// the caller does that, last.
 //
 // Nothing of the token but its framing and header is read before the signature holds: the
 // claims decoder only ever sees bytes the partner signed.
 func (v *Verifier) Verify(ctx context.Context, token []byte, keys KeySource) (*Token, error) {
-	// The decoded segments, header and claims live in a pooled buffer: the JSON decoder
-	// would move the structs to the heap, and nothing of them outlives Verify but copies
-	// (the decoder copies every string it returns).
-	st := decodePool.Get().(*decoded)
-	buf := st.buf
-	*st = decoded{}
-	defer func() {
-		st.buf = buf
-		decodePool.Put(st)
-	}()
-	h, c := &st.header, &st.claims
+	s := statePool.Get().(*state)
+	*s = state{buf: s.buf}
+	defer statePool.Put(s)
+	return v.verify(ctx, token, keys, s, nil)
+}
 
-	seg, err := splitCompact(token, &buf)
-	if err != nil {
-		return nil, err
-	}
-	if err := decodeHeader(seg.header, h); err != nil {
-		return nil, err
-	}
-	if err := checkType(h.Typ); err != nil {
-		return nil, err
-	}
-	alg, err := v.checkAlgorithm(h.Alg)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkKeyID(h.Kid); err != nil {
-		return nil, err
-	}
-	if err := checkNoForbiddenMembers(h); err != nil {
-		return nil, err
-	}
-	if err := checkKeyHints(h); err != nil {
-		return nil, err
-	}
-	key, err := lookupKey(ctx, keys, h.Kid)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkKeyAlgorithm(key, h.Alg); err != nil {
-		return nil, err
-	}
-	if err := v.checkSignature(alg, key, seg.signingInput, seg.signature); err != nil {
-		return nil, err
-	}
+var statePool = sync.Pool{New: func() any { return new(state) }}
 
-	c.Audience.want = v.rules.Audience
-	if err := decodeClaims(seg.payload, c); err != nil {
+// verify runs the rules on token (recording them in t unless it is nil) and builds the
+// verified token.
+func (v *Verifier) verify(ctx context.Context, token []byte, keys KeySource, s *state, t *Trace) (*Token, error) {
+	s.ctx, s.token, s.keys = ctx, token, keys
+	if err := v.run(s, t); err != nil {
 		return nil, err
 	}
-	now := v.now()
-	for _, check := range [...]func(*claims) error{
-		v.checkIssuer,
-		v.checkAudience,
-		checkTimesPresent,
-		v.checkLifetime,
-		checkTimesOrdered,
-		checkIssuedAt,
-	} {
-		if err := check(c); err != nil {
-			return nil, err
-		}
-	}
-	if err := v.checkValidity(c, now); err != nil {
-		return nil, err
-	}
-	if err := v.checkNonce(c.Nonce); err != nil {
-		return nil, err
-	}
-	kind, dropped, err := v.checkPayload(c)
-	if err != nil {
-		return nil, err
-	}
-	claimsB64 := string(seg.payloadB64)
-	if dropped != nil {
+	c := &s.claims
+	claimsB64 := string(s.seg.payloadB64)
+	if s.dropped != nil {
 		// Not forwarded means not inside the claims either: the upstream reads the payload
 		// from them. Rare (a partner's malformed optional value), so the cost of re-encoding
 		// is paid only then.
-		paths := make([]string, len(dropped))
-		for i, f := range dropped {
+		paths := make([]string, len(s.dropped))
+		for i, f := range s.dropped {
 			paths[i] = f.Field
 		}
-		stripped, err := linkspec.WithoutFields(seg.payload, paths)
+		stripped, err := linkspec.WithoutFields(s.seg.payload, paths)
 		if err != nil {
 			return nil, &Error{Code: CodeClaimsInvalid, Detail: "the claims could not be re-encoded without the dropped fields", Err: err}
 		}
 		claimsB64 = base64.RawURLEncoding.EncodeToString(stripped)
 	}
 	return &Token{
-		Alg:       algNames[alg],
-		KeyID:     key.kid,
+		Alg:       algNames[s.alg],
+		KeyID:     s.key.kid,
 		Issuer:    c.Issuer,
 		NotBefore: time.Unix(c.NotBefore.v, 0).UTC(),
 		Expiry:    time.Unix(c.Expiry.v, 0).UTC(),
 		Nonce:     c.Nonce,
-		Kind:      kind,
+		Kind:      s.kind,
 		Payload:   c.Payload,
-		Dropped:   dropped,
+		Dropped:   s.dropped,
 		Claims:    claimsB64,
 	}, nil
 }
 
 func malformed(detail string) error { return &Error{Code: CodeTokenMalformed, Detail: detail} }
-
-// decoded holds the decoded segments, header and claims of one Verify call.
-type decoded struct {
-	buf    []byte
-	header header
-	claims claims
-}
-
-var decodePool = sync.Pool{New: func() any { return new(decoded) }}
 
 // segments is a token split and decoded.
 type segments struct {
@@ -412,11 +347,16 @@ func (v *Verifier) checkAlgorithm(alg string) (int, error) {
 	return i, nil
 }
 
-// checkKeyID enforces docs/interface.md A-AUTH-4: the header names its key by kid.
-func checkKeyID(kid string) error {
+// checkKeyIDPresent enforces docs/interface.md A-AUTH-4: the header names its key by kid.
+func checkKeyIDPresent(kid string) error {
 	if kid == "" {
 		return &Error{Code: CodeKeyIDMissing, Detail: "the header has no kid"}
 	}
+	return nil
+}
+
+// checkKeyIDLength refuses a kid no key set can hold before it reaches the key source.
+func checkKeyIDLength(kid string) error {
 	if len(kid) > MaxKeyIDLength {
 		return &Error{Code: CodeKeyUnknown, Detail: "the header kid is longer than any accepted kid"}
 	}
