@@ -88,6 +88,9 @@ func printReport(e env, r *partnerkit.Report) {
 	w := e.stdout
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "%s %s", marks[s.Outcome], s.Rule)
+		if s.RuleID != "" {
+			fmt.Fprintf(w, " (%s)", s.RuleID)
+		}
 		switch {
 		case s.Outcome == partnerkit.Failed:
 			fmt.Fprintf(w, " [%s]", s.Code)

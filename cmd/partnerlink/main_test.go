@@ -437,7 +437,7 @@ func TestCheck(t *testing.T) {
 		{"from stdin and url", tok + "\n", []string{"check", "-", "--jwks-url", keyServer.URL + "/jwks.json", "--iss", iss, "--aud", aud}, 0,
 			[]string{"verdict: accepted"}},
 		{"wrong aud", "", []string{"check", tok, "--jwks", jwks, "--iss", iss, "--aud", "other"}, 1,
-			[]string{`FAIL aud is or contains "other" [audience_invalid]`, "verdict: rejected: audience_invalid"}},
+			[]string{`FAIL aud is or contains "other" (A-AUTH-8) [audience_invalid]`, "verdict: rejected: audience_invalid"}},
 		{"alg not allowed", "", []string{"check", tok, "--jwks", jwks, "--iss", iss, "--aud", aud, "--alg", "RS256,PS256"}, 1,
 			[]string{"verdict: rejected: algorithm_not_allowed"}},
 		{"main only", "", []string{"check", tok, "--jwks", jwks, "--iss", iss, "--aud", aud, "--kind", "main"}, 1,
