@@ -135,7 +135,7 @@ func (s *Signer) Sign(p *Payload, opts ...SignOption) (string, error) {
 		o(&cfg)
 	}
 	if cfg.lifetime < time.Second || cfg.lifetime > MaxLifetime {
-		return "", fmt.Errorf("lifetime %v outside 1s..%v (spec: Authentication, rule 6)", cfg.lifetime, MaxLifetime)
+		return "", fmt.Errorf("lifetime %v outside 1s..%v (docs/interface.md A-AUTH-6)", cfg.lifetime, MaxLifetime)
 	}
 	if p == nil {
 		return "", errors.New("no payload")
@@ -157,7 +157,7 @@ func (s *Signer) Sign(p *Payload, opts ...SignOption) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// nbf is the issued time (rule 7) and iat repeats it, which the gateway checks; both are
+	// nbf is the issued time (A-AUTH-7) and iat repeats it, which the gateway checks; both are
 	// whole seconds so that exp - nbf is exactly the lifetime.
 	now := s.now().Unix()
 	claims["iss"] = s.issuer

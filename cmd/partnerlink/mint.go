@@ -71,7 +71,7 @@ func (t *tokenFlags) signer(e env) (*partnerkit.Signer, error) {
 		return nil, usagef("--iss and --aud are required: use the values agreed with the service")
 	}
 	if *t.lifetime > partnerkit.MaxLifetime || *t.lifetime < time.Second {
-		return nil, usagef("--lifetime %v: use 1s..%v (spec: Authentication, rule 6)", *t.lifetime, partnerkit.MaxLifetime)
+		return nil, usagef("--lifetime %v: use 1s..%v (docs/interface.md A-AUTH-6)", *t.lifetime, partnerkit.MaxLifetime)
 	}
 	data, err := os.ReadFile(*t.key)
 	if err != nil {
@@ -158,7 +158,7 @@ func (t *tokenFlags) mint(fs *flag.FlagSet, e env) (*partnerkit.Signer, *partner
 	token, err := s.Sign(p, partnerkit.WithLifetime(*t.lifetime))
 	var pe *linkspec.Error
 	if errors.As(err, &pe) {
-		fmt.Fprintln(e.stderr, "the payload does not match the spec's table for its kind:")
+		fmt.Fprintln(e.stderr, "the payload does not match its table in docs/interface.md (A-PAY-MAIN, A-PAY-GO):")
 		for _, f := range pe.Fields {
 			fmt.Fprintf(e.stderr, "  %s: %s\n", f.Field, f.Reason)
 		}
