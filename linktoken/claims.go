@@ -53,7 +53,7 @@ func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
-	n, err := ParseNumericDate(val)
+	n, err := parseNumericDate(val)
 	if err != nil {
 		return err
 	}
@@ -61,11 +61,10 @@ func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// ParseNumericDate reads a NumericDate claim's JSON value by the gateway's rule: a
+// parseNumericDate reads a NumericDate claim's JSON value by the gateway's rule: a
 // non-negative JSON integer of at most 12 digits without a leading zero, at most
-// 9999-12-31T23:59:59Z. It is exported for the partner kit, which explains tokens by the
-// same rule.
-func ParseNumericDate(val []byte) (int64, error) {
+// 9999-12-31T23:59:59Z.
+func parseNumericDate(val []byte) (int64, error) {
 	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
 		return 0, errNotNumericDate
 	}

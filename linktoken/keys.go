@@ -64,9 +64,6 @@ type Key struct {
 // KeyID returns the key's kid.
 func (k *Key) KeyID() string { return k.kid }
 
-// Algorithm returns the key's own alg member, or "" when the set did not give one.
-func (k *Key) Algorithm() string { return k.alg }
-
 // Type returns the key type: "RSA" or "EC".
 func (k *Key) Type() string {
 	if k.rsa != nil {

@@ -196,8 +196,8 @@ func TestKeySetKey(t *testing.T) {
 				}
 				return
 			}
-			if key.Type() != tc.wantType || key.Algorithm() != tc.wantAlg || key.KeyID() != tc.kid {
-				t.Errorf("Key(%q) = %s %q %q, want %s %q", tc.kid, key.Type(), key.Algorithm(), key.KeyID(), tc.wantType, tc.wantAlg)
+			if key.Type() != tc.wantType || key.alg != tc.wantAlg || key.KeyID() != tc.kid {
+				t.Errorf("Key(%q) = %s %q %q, want %s %q", tc.kid, key.Type(), key.alg, key.KeyID(), tc.wantType, tc.wantAlg)
 			}
 		})
 	}
