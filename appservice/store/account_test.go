@@ -128,12 +128,12 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 }
 
 func TestPassword(t *testing.T) {
-	h, err := HashPassword("correct horse")
+	h, err := hashPassword("correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
-		t.Errorf("HashPassword() = %q, want an argon2id PHC string", h)
+		t.Errorf("hashPassword() = %q, want an argon2id PHC string", h)
 	}
 	for _, tt := range []struct {
 		name, hash, pw string
@@ -145,8 +145,8 @@ func TestPassword(t *testing.T) {
 		{"huge memory refused", strings.Replace(h, "m=19456", "m=99999999", 1), "correct horse", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := CheckPassword(tt.hash, tt.pw); got != tt.want {
-				t.Errorf("CheckPassword(%q) = %v, want %v", tt.pw, got, tt.want)
+			if got := checkPassword(tt.hash, tt.pw); got != tt.want {
+				t.Errorf("checkPassword(%q) = %v, want %v", tt.pw, got, tt.want)
 			}
 		})
 	}

@@ -315,8 +315,8 @@ func TestNormalizeSSN(t *testing.T) {
 		{"131052-308t", "131052308T"},
 		{"--", ""},
 	} {
-		if got := NormalizeSSN(tt.in); got != tt.want {
-			t.Errorf("NormalizeSSN(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := normalizeSSN(tt.in); got != tt.want {
+			t.Errorf("normalizeSSN(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -216,9 +216,9 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := s.SchemaVersion(context.Background())
+		v, err := s.schemaVersion(context.Background())
 		if err != nil || v != ms[len(ms)-1].version {
-			t.Errorf("SchemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, ms[len(ms)-1].version)
+			t.Errorf("schemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, ms[len(ms)-1].version)
 		}
 		var mode string
 		queryRow(t, s, "PRAGMA journal_mode", nil, &mode)
