@@ -48,8 +48,8 @@ func TestRedisClaim(t *testing.T) {
 			t.Fatalf("keys = %q, want 4", keys)
 		}
 		for _, k := range keys {
-			if !strings.HasPrefix(k, DefaultKeyPrefix+"{") {
-				t.Errorf("key %q does not start with %q", k, DefaultKeyPrefix+"{")
+			if !strings.HasPrefix(k, defaultKeyPrefix+"{") {
+				t.Errorf("key %q does not start with %q", k, defaultKeyPrefix+"{")
 			}
 			for _, text := range []string{"acme", "globex", "nonce-redis"} {
 				if strings.Contains(k, text) {
@@ -88,7 +88,7 @@ func TestRedisKeysExpire(t *testing.T) {
 			t.Fatalf("Claim = %v, %v, want true, nil", fresh, err)
 		}
 		bucket, hash := redisKeyParts(e.Partner, e.Nonce)
-		key := DefaultKeyPrefix + bucket + hash
+		key := defaultKeyPrefix + bucket + hash
 		// The key must survive until Until (when the token can still be accepted), plus
 		// the margin for a Redis clock ahead of the gateway's.
 		want := e.Until.Add(ClockSkewMargin + time.Millisecond - 1).UnixMilli()
@@ -110,7 +110,7 @@ func TestRedisKeysExpire(t *testing.T) {
 			t.Fatalf("Claim = %v, %v, want true, nil", fresh, err)
 		}
 		bucket, hash := redisKeyParts(e.Partner, e.Nonce)
-		key := DefaultKeyPrefix + bucket + hash
+		key := defaultKeyPrefix + bucket + hash
 		// no unbounded growth
 		eventually(t, 30*time.Second, "key still exists after Until", func() error {
 			if n := srv.Client().Exists(ctx, key).Val(); n != 0 {
@@ -295,7 +295,7 @@ func TestRedisCleanStartGuard(t *testing.T) {
 	// forgot them.
 	start := clk.Now()
 	eventually(t, 30*time.Second, "markers written", func() error {
-		if n := len(srv.Client().Keys(context.Background(), DefaultKeyPrefix+"{*}epoch").Val()); n != redisBuckets {
+		if n := len(srv.Client().Keys(context.Background(), defaultKeyPrefix+"{*}epoch").Val()); n != redisBuckets {
 			return fmt.Errorf("%d markers, want %d", n, redisBuckets)
 		}
 		return nil
@@ -304,7 +304,7 @@ func TestRedisCleanStartGuard(t *testing.T) {
 		t.Fatalf("Claim of a token acceptable before the start = %v, %v, want false, ErrTooOld", fresh, err)
 	}
 	bucket, _ := redisKeyParts("acme", "nonce-guard-000001")
-	if got := srv.Client().Get(context.Background(), DefaultKeyPrefix+bucket+"epoch").Val(); got != fmt.Sprint(start.UnixMilli()) {
+	if got := srv.Client().Get(context.Background(), defaultKeyPrefix+bucket+"epoch").Val(); got != fmt.Sprint(start.UnixMilli()) {
 		t.Fatalf("marker = %q, want %d", got, start.UnixMilli())
 	}
 	if fresh, err := claimCtx(t, r, at(start.Add(margin-time.Millisecond), "nonce-guard-000001")); !errors.Is(err, ErrTooOld) || fresh {
