@@ -226,33 +226,33 @@ func SignAssertion(secret []byte, now time.Time, f Forwarded) string {
 	return "v2." + ts + "." + base64.RawURLEncoding.EncodeToString(assertionMAC(secret, ts, f))
 }
 
-// Assertion errors.
+// Assertion errors, told apart only by the tests: the app service logs the text.
 var (
-	ErrAssertionMissing = errors.New("gateway assertion missing")
-	ErrAssertionInvalid = errors.New("gateway assertion invalid")
-	ErrAssertionExpired = errors.New("gateway assertion expired")
+	errAssertionMissing = errors.New("gateway assertion missing")
+	errAssertionInvalid = errors.New("gateway assertion invalid")
+	errAssertionExpired = errors.New("gateway assertion expired")
 )
 
 // VerifyAssertion checks an assertion made by SignAssertion for f at a time within
 // AssertionMaxAge of now.
 func VerifyAssertion(secret []byte, assertion string, now time.Time, f Forwarded) error {
 	if assertion == "" {
-		return ErrAssertionMissing
+		return errAssertionMissing
 	}
 	parts := strings.Split(assertion, ".")
 	if len(parts) != 3 || parts[0] != "v2" {
-		return ErrAssertionInvalid
+		return errAssertionInvalid
 	}
 	sec, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil {
-		return ErrAssertionInvalid
+		return errAssertionInvalid
 	}
 	mac, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || !hmac.Equal(mac, assertionMAC(secret, parts[1], f)) {
-		return ErrAssertionInvalid
+		return errAssertionInvalid
 	}
 	if d := now.Sub(time.Unix(sec, 0)); d > AssertionMaxAge || d < -AssertionMaxAge {
-		return ErrAssertionExpired
+		return errAssertionExpired
 	}
 	return nil
 }

@@ -27,17 +27,17 @@ func TestAssertion(t *testing.T) {
 	}{
 		{"valid", secret, a, now, f, nil},
 		{"valid within max age", secret, a, now.Add(AssertionMaxAge), f, nil},
-		{"expired", secret, a, now.Add(AssertionMaxAge + time.Second), f, ErrAssertionExpired},
-		{"from the future", secret, a, now.Add(-AssertionMaxAge - time.Second), f, ErrAssertionExpired},
-		{"missing", secret, "", now, f, ErrAssertionMissing},
-		{"other secret", []byte("another secret of the same size.."), a, now, f, ErrAssertionInvalid},
-		{"other partner", secret, a, now, with(func(g *Forwarded) { g.Partner = "evil" }), ErrAssertionInvalid},
-		{"other claims", secret, a, now, with(func(g *Forwarded) { g.Claims = "eyJ8" }), ErrAssertionInvalid},
-		{"other request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "r-2" }), ErrAssertionInvalid},
-		{"no request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "" }), ErrAssertionInvalid},
-		{"fields shifted", secret, a, now, with(func(g *Forwarded) { g.Partner, g.Endpoint = "acmeurl", "" }), ErrAssertionInvalid},
-		{"garbage", secret, "v2.x.y", now, f, ErrAssertionInvalid},
-		{"version 1", secret, "v1" + a[2:], now, f, ErrAssertionInvalid},
+		{"expired", secret, a, now.Add(AssertionMaxAge + time.Second), f, errAssertionExpired},
+		{"from the future", secret, a, now.Add(-AssertionMaxAge - time.Second), f, errAssertionExpired},
+		{"missing", secret, "", now, f, errAssertionMissing},
+		{"other secret", []byte("another secret of the same size.."), a, now, f, errAssertionInvalid},
+		{"other partner", secret, a, now, with(func(g *Forwarded) { g.Partner = "evil" }), errAssertionInvalid},
+		{"other claims", secret, a, now, with(func(g *Forwarded) { g.Claims = "eyJ8" }), errAssertionInvalid},
+		{"other request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "r-2" }), errAssertionInvalid},
+		{"no request id", secret, a, now, with(func(g *Forwarded) { g.RequestID = "" }), errAssertionInvalid},
+		{"fields shifted", secret, a, now, with(func(g *Forwarded) { g.Partner, g.Endpoint = "acmeurl", "" }), errAssertionInvalid},
+		{"garbage", secret, "v2.x.y", now, f, errAssertionInvalid},
+		{"version 1", secret, "v1" + a[2:], now, f, errAssertionInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

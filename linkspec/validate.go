@@ -12,10 +12,10 @@ import (
 // these are generous for real names and identifiers and small enough that a payload stays far
 // below the gateway's body limit and the upstream's header limits.
 const (
-	MaxIDLength    = 256 // employeeId, organizationId, contact.id, caseId, employeeUsername
-	MaxNameLength  = 200 // first, middle, last and organization names
-	MaxEmailLength = 254 // RFC 5321 path limit
-	MaxShortLength = 64  // ssn, gender, mobile, diagnosis
+	maxIDLength    = 256 // employeeId, organizationId, contact.id, caseId, employeeUsername
+	maxNameLength  = 200 // first, middle, last and organization names
+	maxEmailLength = 254 // RFC 5321 path limit
+	maxShortLength = 64  // ssn, gender, mobile, diagnosis
 )
 
 // FieldError names one failing field by its JSON path ("contact.firstname") and says why,
@@ -142,10 +142,10 @@ type validator struct {
 type rule uint8
 
 const (
-	ruleID    rule = iota // text of at most MaxIDLength
-	ruleName              // text of at most MaxNameLength
-	ruleShort             // text of at most MaxShortLength
-	ruleEmail             // an e-mail address of at most MaxEmailLength
+	ruleID    rule = iota // text of at most maxIDLength
+	ruleName              // text of at most maxNameLength
+	ruleShort             // text of at most maxShortLength
+	ruleEmail             // an e-mail address of at most maxEmailLength
 	ruleDate              // a calendar date YYYY-MM-DD
 )
 
@@ -153,11 +153,11 @@ const (
 func (v *validator) apply(field, s string, r rule) {
 	switch r {
 	case ruleID:
-		v.text(field, s, false, MaxIDLength)
+		v.text(field, s, false, maxIDLength)
 	case ruleName:
-		v.text(field, s, false, MaxNameLength)
+		v.text(field, s, false, maxNameLength)
 	case ruleShort:
-		v.text(field, s, false, MaxShortLength)
+		v.text(field, s, false, maxShortLength)
 	case ruleEmail:
 		v.email(field, s, false)
 	case ruleDate:
@@ -229,7 +229,7 @@ func (v *validator) text(field, s string, required bool, max int) bool {
 // email accepts what a mail system could deliver to: one "@" with text on both sides and
 // no spaces. Deliverability is the app service's concern.
 func (v *validator) email(field, s string, required bool) {
-	if !v.text(field, s, required, MaxEmailLength) {
+	if !v.text(field, s, required, maxEmailLength) {
 		return
 	}
 	at := strings.LastIndexByte(s, '@')
@@ -243,13 +243,13 @@ func (v *validator) date(field, s string) {
 	if s == "" {
 		return
 	}
-	if !IsDate(s) {
+	if !isDate(s) {
 		v.add(field, "not a calendar date in the form YYYY-MM-DD")
 	}
 }
 
-// IsDate reports whether s is a real calendar date written YYYY-MM-DD.
-func IsDate(s string) bool {
+// isDate reports whether s is a real calendar date written YYYY-MM-DD.
+func isDate(s string) bool {
 	if len(s) != len("2006-01-02") {
 		return false
 	}

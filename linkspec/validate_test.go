@@ -145,12 +145,12 @@ func TestValidate(t *testing.T) {
 		}, nil, KindMain, []string{"contact.firstname"}},
 		{"name at the bound", func() Payload {
 			p := mainPayload()
-			p.Contact.Firstname = strings.Repeat("é", MaxNameLength)
+			p.Contact.Firstname = strings.Repeat("é", maxNameLength)
 			return p
 		}, nil, KindMain, nil},
 		{"name over the bound", func() Payload {
 			p := mainPayload()
-			p.Contact.Firstname = strings.Repeat("é", MaxNameLength+1)
+			p.Contact.Firstname = strings.Repeat("é", maxNameLength+1)
 			return p
 		}, nil, KindMain, []string{"contact.firstname"}},
 		{"bad e-mail", func() Payload {
@@ -203,13 +203,13 @@ func TestDropMalformed(t *testing.T) {
 		}, []string{"employeeEmail", "contact.email"}, func(p *Payload) string { return p.EmployeeEmail + p.Contact.Email }},
 		{"every kind of malformed optional value", func() Payload {
 			p := mainPayload()
-			p.EmployeeUsername = strings.Repeat("u", MaxIDLength+1)
+			p.EmployeeUsername = strings.Repeat("u", maxIDLength+1)
 			p.CaseID = "case\x00"
 			p.Contact.Birthdate = "29.02.1980"
 			p.Contact.SSN = " "
 			p.Contact.Gender = "f\u2028"
 			p.Contact.Mobile = "+47\r\n1"
-			p.Contact.Diagnosis = strings.Repeat("d", MaxShortLength+1)
+			p.Contact.Diagnosis = strings.Repeat("d", maxShortLength+1)
 			return p
 		}, []string{"employeeUsername", "caseId", "contact.birthdate", "contact.ssn", "contact.gender", "contact.mobile", "contact.diagnosis"},
 			func(p *Payload) string {

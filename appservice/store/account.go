@@ -24,9 +24,9 @@ const (
 	argonKeyLen  = 32
 )
 
-// HashPassword returns password's argon2id hash in the PHC string format, which carries its
+// hashPassword returns password's argon2id hash in the PHC string format, which carries its
 // own parameters so they can be raised later without invalidating stored hashes.
-func HashPassword(password string) (string, error) {
+func hashPassword(password string) (string, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
@@ -36,8 +36,8 @@ func HashPassword(password string) (string, error) {
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
 }
 
-// CheckPassword reports whether password matches a hash made by HashPassword.
-func CheckPassword(hash, password string) bool {
+// checkPassword reports whether password matches a hash made by hashPassword.
+func checkPassword(hash, password string) bool {
 	parts := strings.Split(hash, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" || parts[2] != fmt.Sprintf("v=%d", argon2.Version) {
 		return false
@@ -59,7 +59,7 @@ func CheckPassword(hash, password string) bool {
 
 // dummyHash is checked against when the user is unknown, so that a sign-in for an unknown
 // user costs as much as one for a known user and timing does not tell them apart.
-var dummyHash, _ = HashPassword("partnergate-dummy")
+var dummyHash, _ = hashPassword("partnergate-dummy")
 
 // EnsureInstructor creates an instructor account with username (stored lower case), unless
 // one with that username exists; an existing account's password is never overwritten. It
@@ -76,7 +76,7 @@ func (s *Store) EnsureInstructor(ctx context.Context, username, email, displayNa
 	if n > 0 {
 		return false, nil
 	}
-	hash, err := HashPassword(password)
+	hash, err := hashPassword(password)
 	if err != nil {
 		return false, err
 	}
@@ -109,13 +109,13 @@ func (s *Store) SignIn(ctx context.Context, login, password, pendingToken string
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, password_hash FROM accounts
 WHERE role = ? AND (username = ? OR LOWER(email) = ?) ORDER BY id LIMIT 1`), RoleInstructor, login, login).Scan(&id, &hash)
 	if errors.Is(err, sql.ErrNoRows) || login == "" {
-		CheckPassword(dummyHash, password)
+		checkPassword(dummyHash, password)
 		return nil, ErrBadCredentials
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !hash.Valid || !CheckPassword(hash.String, password) {
+	if !hash.Valid || !checkPassword(hash.String, password) {
 		return nil, ErrBadCredentials
 	}
 	token, tokenHash, err := newSecret()

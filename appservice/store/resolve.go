@@ -41,9 +41,9 @@ type Resolved struct {
 	AccountCreated bool // Go links: the member account was created by this link
 }
 
-// ErrLinkInvalid is a link whose payload does not fit its kind; the gateway validated it, so
+// errLinkInvalid is a link whose payload does not fit its kind; the gateway validated it, so
 // this means a broken or bypassed gateway.
-var ErrLinkInvalid = errors.New("link payload does not fit its kind")
+var errLinkInvalid = errors.New("link payload does not fit its kind")
 
 // ErrRequestReplayed is a link whose single-use request id was resolved before (Link's
 // OnceUntil): a replayed gateway assertion.
@@ -60,10 +60,10 @@ var ErrRequestReplayed = errors.New("link request resolved before")
 func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 	p := l.Payload
 	if p == nil || p.Contact == nil || (l.Kind != linkspec.KindMain && l.Kind != linkspec.KindGo) {
-		return nil, ErrLinkInvalid
+		return nil, errLinkInvalid
 	}
 	if kind, err := p.Validate(l.Kind); err != nil || kind != l.Kind {
-		return nil, ErrLinkInvalid
+		return nil, errLinkInvalid
 	}
 	code, codeHash, err := newSecret()
 	if err != nil {
@@ -135,7 +135,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), l.Partner, string(l.Kind),
 // time has passed is taken over, so DeleteExpired's schedule does not matter.
 func (s *Store) useRequestID(ctx context.Context, tx *sql.Tx, id string, expires, now int64) error {
 	if id == "" {
-		return ErrLinkInvalid
+		return errLinkInvalid
 	}
 	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO used_requests (request_id, expires_at) VALUES (?, ?)
 ON CONFLICT (request_id) DO UPDATE SET expires_at = excluded.expires_at WHERE used_requests.expires_at <= ?`), id, expires, now)
@@ -152,7 +152,7 @@ ON CONFLICT (request_id) DO UPDATE SET expires_at = excluded.expires_at WHERE us
 
 func (s *Store) resolveContact(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, now int64) error {
 	ssnHash := sql.NullString{}
-	if n := NormalizeSSN(c.SSN); n != "" {
+	if n := normalizeSSN(c.SSN); n != "" {
 		ssnHash = sql.NullString{String: s.ssnHash(n), Valid: true}
 	}
 	var id int64
@@ -221,10 +221,10 @@ func displayName(parts ...string) string {
 	return strings.Join(out, " ")
 }
 
-// NormalizeSSN reduces a national identity number to its letters and digits, upper case, so
+// normalizeSSN reduces a national identity number to its letters and digits, upper case, so
 // that "010190-12345", "010190 12345" and "01019012345" match. Partners write separators
 // differently; no country's number depends on them.
-func NormalizeSSN(ssn string) string {
+func normalizeSSN(ssn string) string {
 	var b strings.Builder
 	for _, r := range ssn {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {

@@ -289,8 +289,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// SchemaVersion returns the highest applied migration.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+// schemaVersion returns the highest applied migration.
+func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
 	return int(v.Int64), err

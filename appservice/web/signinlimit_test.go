@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,6 +116,148 @@ func TestAddrKey(t *testing.T) {
 	} {
 		if got := addrKey(tt.in); got != tt.want {
 			t.Errorf("addrKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// signInAttempt posts a sign-in from addr (as the gateway's X-Forwarded-For) with a fresh
+// browser and returns the answer.
+func signInAttempt(t *testing.T, f *fixture, addr, login, password string) (*http.Response, string) {
+	t.Helper()
+	b := newBrowser(t, f.h)
+	_, page := b.get("/app/signin")
+	r := httptest.NewRequest(http.MethodPost, "/app/signin", strings.NewReader(url.Values{
+		"login": {login}, "password": {password}, "csrf": {csrfField.FindStringSubmatch(page)[1]}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("X-Forwarded-For", "203.0.113.250, "+addr) // the first entry is the client's own claim
+	res := b.do(r)
+	return res, body(t, res)
+}
+
+// TestSignInRateLimited: password guesses are bounded per address and per login name, with
+// a readable page and Retry-After, and allowed again once the window has passed.
+func TestSignInRateLimited(t *testing.T) {
+	t.Run("per address", func(t *testing.T) {
+		f := newFixture(t, "http://localhost:8080")
+		for i := range signInPerAddress {
+			if res, _ := signInAttempt(t, f, "198.51.100.7", "user-"+strconv.Itoa(i), "wrong"); res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
+			}
+		}
+		res, page := signInAttempt(t, f, "198.51.100.7", "instructor", "pass-word-1")
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || !strings.Contains(page, "Too many sign-in attempts") {
+			t.Errorf("attempt over the bound = %d, Retry-After %q, want 429 with a readable page:\n%s", res.StatusCode, res.Header.Get("Retry-After"), page)
+		}
+		if res, _ := signInAttempt(t, f, "198.51.100.8", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("another address = %d, want 303 (signed in)", res.StatusCode)
+		}
+		f.now = f.now.Add(signInWindow)
+		if res, _ := signInAttempt(t, f, "198.51.100.7", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("after the window = %d, want 303 (signed in)", res.StatusCode)
+		}
+	})
+	t.Run("per login from one address", func(t *testing.T) {
+		f := newFixture(t, "http://localhost:8080")
+		for i := range signInPerLogin {
+			if res, _ := signInAttempt(t, f, "192.0.2.1", "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
+			}
+		}
+		if res, _ := signInAttempt(t, f, "192.0.2.1", "instructor", "pass-word-1"); res.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("login over its bound from the same address = %d, want 429", res.StatusCode)
+		}
+	})
+	t.Run("per login from many addresses: growing delays, no refusal", func(t *testing.T) {
+		f := newFixture(t, "http://localhost:8080")
+		var mu sync.Mutex
+		var slept []time.Duration
+		f.h.signIns.sleep = func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			slept = append(slept, d)
+			return true
+		}
+		for i := range signInPerLogin + 6 {
+			if res, _ := signInAttempt(t, f, "192.0.2."+strconv.Itoa(i+1), "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
+			}
+		}
+		want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
+		mu.Lock()
+		if !slices.Equal(slept, want) {
+			t.Errorf("delays before the checks = %v, want %v (none for the first %d)", slept, want, signInPerLogin)
+		}
+		mu.Unlock()
+		if res, _ := signInAttempt(t, f, "192.0.2.200", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("right password after the guesses = %d, want 303 (signed in after a delay)", res.StatusCode)
+		}
+		f.now = f.now.Add(signInWindow)
+		slept = nil
+		if res, _ := signInAttempt(t, f, "192.0.2.201", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther || len(slept) != 0 {
+			t.Errorf("after the window = %d with delays %v, want 303 without delay", res.StatusCode, slept)
+		}
+	})
+}
+
+// TestSignInConcurrencyBounded: when every password-check slot is taken, a sign-in waits
+// briefly and then gets a readable 503, without hashing.
+func TestSignInConcurrencyBounded(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	f.h.signIns.wait = 50 * time.Millisecond
+	for range cap(f.h.signIns.slots) {
+		f.h.signIns.slots <- struct{}{}
+	}
+	res, page := signInAttempt(t, f, "198.51.100.9", "instructor", "pass-word-1")
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(page, "Sign-in is busy") {
+		t.Errorf("sign-in with every slot taken = %d, Retry-After %q, want 503 with a readable page:\n%s", res.StatusCode, res.Header.Get("Retry-After"), page)
+	}
+	f.h.signIns.release()
+	if res, _ := signInAttempt(t, f, "198.51.100.9", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in with a free slot = %d, want 303", res.StatusCode)
+	}
+	if got := len(f.h.signIns.slots); got != cap(f.h.signIns.slots)-1 {
+		t.Errorf("slots taken after the sign-in = %d, want %d: the slot is given back", got, cap(f.h.signIns.slots)-1)
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	for _, tt := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"connection only", "192.0.2.1:5000", nil, "192.0.2.1"},
+		{"gateway appended", "127.0.0.1:5000", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"client's claim before it", "127.0.0.1:5000", []string{"10.0.0.1, 198.51.100.1"}, "198.51.100.1"},
+		{"two header lines", "127.0.0.1:5000", []string{"10.0.0.1", "198.51.100.1"}, "198.51.100.1"},
+		{"garbage", "127.0.0.1:5000", []string{"nonsense"}, "127.0.0.1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tt.remote
+			for _, v := range tt.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			if got := clientAddr(r); got != tt.want {
+				t.Errorf("clientAddr(%q, %q) = %q, want %q", tt.remote, tt.xff, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSignInConcurrencyConfigured: the bound is the configured one (cmd/appservice's
+// -signin-concurrency), and the default when unset.
+func TestSignInConcurrencyConfigured(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, tt := range []struct{ set, want int }{{0, DefaultSignInConcurrency}, {5, 5}} {
+		cfg := f.h.cfg
+		cfg.SignInConcurrency = tt.set
+		h, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cap(h.signIns.slots); got != tt.want {
+			t.Errorf("SignInConcurrency %d: %d password checks at once, want %d", tt.set, got, tt.want)
 		}
 	}
 }

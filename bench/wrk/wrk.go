@@ -32,8 +32,8 @@ const (
 	exhaustedLine = "partner.lua: tokens used up"
 )
 
-// DefaultTimeout is how long wrk waits for an answer before it counts a timeout.
-const DefaultTimeout = 10 * time.Second
+// defaultTimeout is how long wrk waits for an answer before it counts a timeout.
+const defaultTimeout = 10 * time.Second
 
 // Config is one wrk run with partner.lua.
 type Config struct {
@@ -56,7 +56,7 @@ type Config struct {
 	Conns int
 	// Duration is the length of the run, rounded up to whole seconds: wrk's unit.
 	Duration time.Duration
-	// Timeout bounds one answer (default DefaultTimeout).
+	// Timeout bounds one answer (default 10s).
 	Timeout time.Duration
 }
 
@@ -73,7 +73,7 @@ func (c Config) Args() []string {
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = defaultTimeout
 	}
 	args := []string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.FormatInt(Seconds(c.Duration), 10) + "s",
 		"--timeout", strconv.FormatInt(Seconds(timeout), 10) + "s", "-s", c.Script, c.URL,

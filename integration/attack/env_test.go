@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // partner is one configured partner's agreed values.

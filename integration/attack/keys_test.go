@@ -24,7 +24,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // badKey is one DoS-shaped or secret-leaking key.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // TestSlowBodyEnded sends a valid token one byte every 200 ms (slowloris on the body): the

@@ -27,8 +27,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/partnergate/partnergate/appservice"
-	"github.com/partnergate/partnergate/integration/harness"
-	"github.com/partnergate/partnergate/integration/harness/browser"
+	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/harness/browser"
 	"github.com/partnergate/partnergate/linkspec"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // exampleFile, when set, is run instead of the repository's Caddyfile.example: to show

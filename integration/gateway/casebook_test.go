@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 )

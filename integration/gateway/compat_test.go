@@ -22,7 +22,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // The links real partners send (issue 12): tokens made by a JWT library with certificate

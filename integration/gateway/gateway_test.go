@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 )
 

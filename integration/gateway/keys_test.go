@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // waitAccepted posts fresh tokens made by mintTok until one is forwarded (the key set has

@@ -3,7 +3,7 @@ package gateway
 import (
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // TestMain removes the caddy the harness builds for these tests once they have run.

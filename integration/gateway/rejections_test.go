@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 func TestRejectionsNeverReachUpstream(t *testing.T) {

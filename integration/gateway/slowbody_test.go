@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // TestReadTimeoutEndsSlowBody sends a token one byte every 200 ms to a gateway whose

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/partnergate/partnergate/integration/harness/browser"
+	"github.com/partnergate/partnergate/internal/harness/browser"
 )
 
 // TestFormPageSubmitsInABrowser: the page `partnerlink send --form` writes, served by the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/plugins/jwtpartner"
 )

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 var algs = []string{"RS256", "PS256", "ES256"}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/plugins/nonce/redistest"
 )
 

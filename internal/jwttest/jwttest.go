@@ -140,8 +140,8 @@ func SignRaw(tb testing.TB, header, claims, alg string, key crypto.Signer) strin
 	return input + "." + B64u(sig)
 }
 
-// SignerFor returns the private key of the standard set's kid.
-func SignerFor(tb testing.TB, kid string) crypto.Signer {
+// signerFor returns the private key of the standard set's kid.
+func signerFor(tb testing.TB, kid string) crypto.Signer {
 	tb.Helper()
 	k := Keys(tb)
 	switch kid {
@@ -221,13 +221,13 @@ func ClaimsJSON(tb testing.TB, c map[string]any) string {
 // Token signs claims with the standard key of kid under alg, with a regular header.
 func Token(tb testing.TB, alg, kid string, c map[string]any) string {
 	tb.Helper()
-	return SignRaw(tb, HeaderJSON(alg, kid), ClaimsJSON(tb, c), alg, SignerFor(tb, kid))
+	return SignRaw(tb, HeaderJSON(alg, kid), ClaimsJSON(tb, c), alg, signerFor(tb, kid))
 }
 
 // Resign signs the exact header and claims text with the standard key of kid.
 func Resign(tb testing.TB, header, claims, alg, kid string) string {
 	tb.Helper()
-	return SignRaw(tb, header, claims, alg, SignerFor(tb, kid))
+	return SignRaw(tb, header, claims, alg, signerFor(tb, kid))
 }
 
 // WithClaims returns a valid main-client claim set changed by f.

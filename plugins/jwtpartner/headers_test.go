@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/integration/harness"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 func TestInNamespace(t *testing.T) {

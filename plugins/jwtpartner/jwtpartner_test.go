@@ -22,8 +22,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/partnergate/partnergate/integration/harness"
 	"github.com/partnergate/partnergate/internal/benchcpu"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )

@@ -21,13 +21,13 @@ func init() {
 
 // Defaults of the memory store.
 const (
-	// DefaultMaxEntries bounds the memory store at about 50-60 MB of live nonces (see
+	// defaultMaxEntries bounds the memory store at about 50-60 MB of live nonces (see
 	// docs/performance.md for the measured bytes per entry).
-	DefaultMaxEntries = 1_000_000
-	// DefaultSweepInterval is how often expired nonces are removed. A nonce lives at most
+	defaultMaxEntries = 1_000_000
+	// defaultSweepInterval is how often expired nonces are removed. A nonce lives at most
 	// max_lifetime + leeway (5m30s by default), so a 10s sweep keeps at most a few percent
 	// of dead entries around.
-	DefaultSweepInterval = 10 * time.Second
+	defaultSweepInterval = 10 * time.Second
 )
 
 // memoryShards is the number of independently locked maps. A power of two so a byte of
@@ -93,10 +93,10 @@ func (m *Memory) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if m.MaxEntries == 0 {
-		m.MaxEntries = DefaultMaxEntries
+		m.MaxEntries = defaultMaxEntries
 	}
 	if m.SweepInterval == 0 {
-		m.SweepInterval = caddy.Duration(DefaultSweepInterval)
+		m.SweepInterval = caddy.Duration(defaultSweepInterval)
 	}
 	v, loaded, err := memoryPool.LoadOrNew(memoryPoolKey, func() (caddy.Destructor, error) {
 		s := newMemoryState(m.MaxEntries, time.Now)
@@ -173,15 +173,6 @@ func (m *Memory) Claim(_ context.Context, e Entry) (bool, error) {
 		return false, fmt.Errorf("memory nonce store not provisioned")
 	}
 	return m.state.claim(e)
-}
-
-// Len reports the number of nonces held, live or expired but not yet swept (for tests
-// and metrics).
-func (m *Memory) Len() int {
-	if m.state == nil {
-		return 0
-	}
-	return int(m.state.count.Load())
 }
 
 // UnmarshalCaddyfile sets up the store from Caddyfile tokens; the dispenser is positioned

@@ -318,8 +318,8 @@ func TestMemoryProvisionDefaults(t *testing.T) {
 	m := &Memory{}
 	provisionMemory(t, m)
 	defer m.Cleanup()
-	if m.MaxEntries != DefaultMaxEntries || time.Duration(m.SweepInterval) != DefaultSweepInterval {
-		t.Errorf("defaults = %d, %s, want %d, %s", m.MaxEntries, time.Duration(m.SweepInterval), DefaultMaxEntries, DefaultSweepInterval)
+	if m.MaxEntries != defaultMaxEntries || time.Duration(m.SweepInterval) != defaultSweepInterval {
+		t.Errorf("defaults = %d, %s, want %d, %s", m.MaxEntries, time.Duration(m.SweepInterval), defaultMaxEntries, defaultSweepInterval)
 	}
 }
 

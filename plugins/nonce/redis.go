@@ -20,11 +20,11 @@ func init() {
 // request path: a Redis slower than this fails the request closed (503) rather than
 // holding a connection for seconds.
 const (
-	DefaultKeyPrefix    = "partnergate:nonce:"
-	DefaultDialTimeout  = time.Second
-	DefaultReadTimeout  = 500 * time.Millisecond
-	DefaultWriteTimeout = 500 * time.Millisecond
-	DefaultPingInterval = 2 * time.Second
+	defaultKeyPrefix    = "partnergate:nonce:"
+	defaultDialTimeout  = time.Second
+	defaultReadTimeout  = 500 * time.Millisecond
+	defaultWriteTimeout = 500 * time.Millisecond
+	defaultPingInterval = 2 * time.Second
 )
 
 // ClockSkewMargin is how far apart the clocks of the hosts sharing a Redis store (the
@@ -182,19 +182,19 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if r.KeyPrefix == "" {
-		r.KeyPrefix = DefaultKeyPrefix
+		r.KeyPrefix = defaultKeyPrefix
 	}
 	if r.DialTimeout == 0 {
-		r.DialTimeout = caddy.Duration(DefaultDialTimeout)
+		r.DialTimeout = caddy.Duration(defaultDialTimeout)
 	}
 	if r.ReadTimeout == 0 {
-		r.ReadTimeout = caddy.Duration(DefaultReadTimeout)
+		r.ReadTimeout = caddy.Duration(defaultReadTimeout)
 	}
 	if r.WriteTimeout == 0 {
-		r.WriteTimeout = caddy.Duration(DefaultWriteTimeout)
+		r.WriteTimeout = caddy.Duration(defaultWriteTimeout)
 	}
 	if r.PingInterval == 0 {
-		r.PingInterval = caddy.Duration(DefaultPingInterval)
+		r.PingInterval = caddy.Duration(defaultPingInterval)
 	}
 	if err := r.Validate(); err != nil {
 		return err

@@ -118,7 +118,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 			t.Fatal("claim of a new nonce after failover was not fresh")
 		}
 		bucket, hash := redisKeyParts(e.Partner, e.Nonce)
-		if n := replica.Client().Exists(ctx, DefaultKeyPrefix+bucket+hash).Val(); n != 1 {
+		if n := replica.Client().Exists(ctx, defaultKeyPrefix+bucket+hash).Val(); n != 1 {
 			return fmt.Errorf("claim not on the promoted replica")
 		}
 		return nil

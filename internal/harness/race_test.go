@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 // once without, and checks that RaceReported tells them apart from the real detector's
 // output and exit status: the check StartCaddy and RunCaddy make at cleanup.
 func TestRaceReported(t *testing.T) {
-	bin := Binary(t, "./integration/harness/testdata/racy")
+	bin := Binary(t, "./internal/harness/testdata/racy")
 	for _, tt := range []struct {
 		arg      string
 		wantRace bool

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// ChromiumPath is where Debian's chromium package installs the browser.
-const ChromiumPath = "/usr/bin/chromium"
+// chromiumPath is where Debian's chromium package installs the browser.
+const chromiumPath = "/usr/bin/chromium"
 
 // New starts a headless chromium with a fresh profile and returns its first tab's
 // context; opts are added to the allocator's options (a window size). The browser ends
@@ -22,13 +22,13 @@ const ChromiumPath = "/usr/bin/chromium"
 // TMPDIR) are in t.TempDir, removed after the browser has exited.
 func New(t testing.TB, opts ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	if _, err := os.Stat(ChromiumPath); err != nil {
-		t.Fatalf("chromium not found at %s: install Debian's chromium package (apt-get install chromium, which scripts/test-deps.sh does) and run again", ChromiumPath)
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium not found at %s: install Debian's chromium package (apt-get install chromium, which scripts/test-deps.sh does) and run again", chromiumPath)
 	}
 	// Registered before the cleanup below, so removed after it (cleanups run last first).
 	dir := t.TempDir()
 	all := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(ChromiumPath),
+		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,

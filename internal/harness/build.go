@@ -61,9 +61,9 @@ func run(m *testing.M, prebuild ...string) int {
 	return code
 }
 
-// CaddyBinary returns the path of a caddy built with -race from this checkout's cmd/caddy
+// caddyBinary returns the path of a caddy built with -race from this checkout's cmd/caddy
 // (the main package xcaddy.sh builds), building it on the first call of the test process.
-func CaddyBinary(t testing.TB) string {
+func caddyBinary(t testing.TB) string {
 	t.Helper()
 	return Binary(t, "./cmd/caddy")
 }

@@ -128,7 +128,7 @@ func Render(t testing.TB, cfg Config) (text string, port int, admin string) {
 // detector reported a data race in the process.
 func StartCaddy(t testing.TB, cfg Config) *Caddy {
 	t.Helper()
-	bin := CaddyBinary(t)
+	bin := caddyBinary(t)
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
@@ -228,7 +228,7 @@ func RunCaddy(t testing.TB, dir string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, CaddyBinary(t), args...)
+	cmd := exec.CommandContext(ctx, caddyBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 	out, err := cmd.CombinedOutput()

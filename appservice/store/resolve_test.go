@@ -1,0 +1,340 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestResolveOrganizationAndContact(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+
+			first := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			if !first.ContactCreated {
+				t.Errorf("first link: ContactCreated = false, want true")
+			}
+
+			t.Run("organization name kept current", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.OrganizationName = "North Clinic (renamed)"
+				r := mustResolve(t, s, l)
+				if r.OrganizationID != first.OrganizationID {
+					t.Errorf("organization id = %d, want %d", r.OrganizationID, first.OrganizationID)
+				}
+				var name string
+				queryRow(t, s, "SELECT name FROM organizations WHERE id = ?", []any{r.OrganizationID}, &name)
+				if name != "North Clinic (renamed)" {
+					t.Errorf("organization name = %q, want %q", name, "North Clinic (renamed)")
+				}
+			})
+
+			t.Run("same partner organization id in another partner is another organization", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Partner = "other"
+				r := mustResolve(t, s, l)
+				if r.OrganizationID == first.OrganizationID {
+					t.Errorf("organization of partner other = %d, want a new one", r.OrganizationID)
+				}
+			})
+
+			t.Run("contact by partner id, fields updated", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.Contact.Lastname = "Nordmann-Berg"
+				l.Payload.Contact.SSN = "010190 12345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID || r.ContactCreated {
+					t.Errorf("contact = %d (created %v), want %d (not created)", r.ContactID, r.ContactCreated, first.ContactID)
+				}
+				c, err := s.contact(ctx, s.db, r.ContactID)
+				if err != nil || c.Lastname != "Nordmann-Berg" {
+					t.Errorf("contact lastname = %q, %v, want %q", c.Lastname, err, "Nordmann-Berg")
+				}
+			})
+
+			t.Run("contact by ssn under a new partner id", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1-new")
+				l.Payload.Contact.SSN = "010190-12345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID || r.ContactCreated {
+					t.Errorf("contact = %d (created %v), want %d found by ssn", r.ContactID, r.ContactCreated, first.ContactID)
+				}
+				c, _ := s.contact(ctx, s.db, r.ContactID)
+				if c.PartnerID != "c1-new" {
+					t.Errorf("contact partner id = %q, want the latest %q", c.PartnerID, "c1-new")
+				}
+			})
+
+			t.Run("link without ssn keeps the known hash", func(t *testing.T) {
+				mustResolve(t, s, mainLink("e1", "org1", "c1-new"))
+				l := mainLink("e1", "org1", "c1-newer")
+				l.Payload.Contact.SSN = "01019012345"
+				r := mustResolve(t, s, l)
+				if r.ContactID != first.ContactID {
+					t.Errorf("contact = %d, want %d found by the kept ssn hash", r.ContactID, first.ContactID)
+				}
+			})
+
+			t.Run("ssn matches only within the organization", func(t *testing.T) {
+				l := mainLink("e1", "org2", "c9")
+				l.Payload.Contact.SSN = "01019012345"
+				r := mustResolve(t, s, l)
+				if r.ContactID == first.ContactID || !r.ContactCreated {
+					t.Errorf("contact in org2 = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				}
+			})
+
+			t.Run("unknown contact is created", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c2")
+				l.Payload.Contact.SSN = "999"
+				r := mustResolve(t, s, l)
+				if !r.ContactCreated || r.ContactID == first.ContactID {
+					t.Errorf("contact = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				}
+			})
+
+			t.Run("ssn never stored in clear", func(t *testing.T) {
+				rows, err := s.db.Query("SELECT * FROM contacts")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				cols, _ := rows.Columns()
+				for rows.Next() {
+					vals := make([]any, len(cols))
+					ptrs := make([]any, len(cols))
+					for i := range vals {
+						ptrs[i] = &vals[i]
+					}
+					if err := rows.Scan(ptrs...); err != nil {
+						t.Fatal(err)
+					}
+					for i, v := range vals {
+						var str string
+						switch v := v.(type) {
+						case string:
+							str = v
+						case []byte:
+							str = string(v)
+						}
+						if strings.Contains(str, "12345") {
+							t.Errorf("contacts.%s holds the identity number in clear", cols[i])
+						}
+					}
+				}
+			})
+
+			t.Run("caseId kept with the link", func(t *testing.T) {
+				r := mustResolve(t, s, mainLink("e1", "org1", "c2"))
+				var caseID string
+				queryRow(t, s, "SELECT case_id FROM links WHERE id = ?", []any{r.LinkID}, &caseID)
+				if caseID != "case-7" {
+					t.Errorf("links.case_id = %q, want %q", caseID, "case-7")
+				}
+			})
+		})
+	}
+}
+
+func TestGoMemberCreatedOnce(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			r := mustResolve(t, s, goLink("org1", "c1", "kari@example.com"))
+			if !r.AccountCreated || r.AccountID == 0 {
+				t.Fatalf("first Go link: AccountCreated %v AccountID %d, want a new account", r.AccountCreated, r.AccountID)
+			}
+			ex, err := s.ExchangeCode(ctx, r.Code)
+			if err != nil || ex.Session.Pending || ex.Session.Account.Role != RoleMember || ex.Session.Account.DisplayName != "Kari Hansen" {
+				t.Fatalf("Go exchange = %+v, %v, want a member session for Kari Hansen", ex, err)
+			}
+			r2 := mustResolve(t, s, goLink("org1", "c1", "kari.new@example.com"))
+			if r2.AccountCreated || r2.AccountID != r.AccountID {
+				t.Errorf("second Go link: AccountCreated %v AccountID %d, want existing %d", r2.AccountCreated, r2.AccountID, r.AccountID)
+			}
+			var email string
+			queryRow(t, s, "SELECT email FROM accounts WHERE id = ?", []any{r.AccountID}, &email)
+			if email != "kari.new@example.com" {
+				t.Errorf("member e-mail = %q, want the latest %q", email, "kari.new@example.com")
+			}
+			if _, err := s.SignIn(ctx, "kari.new@example.com", "", ""); !errors.Is(err, ErrBadCredentials) {
+				t.Errorf("SignIn(member) = %v, want ErrBadCredentials: members have no password", err)
+			}
+		})
+	}
+}
+
+func TestResolveRollsBack(t *testing.T) {
+	for _, b := range backends(t) {
+		for _, step := range []string{"organization", "contact", "user", "link"} {
+			t.Run(b.name+"/"+step, func(t *testing.T) {
+				s := b.open(t, newClock())
+				boom := errors.New("injected failure")
+				s.hook = func(name string) error {
+					if name == step {
+						return boom
+					}
+					return nil
+				}
+				for _, l := range []Link{mainLink("e1", "org1", "c1"), goLink("org1", "c1", "k@example.com")} {
+					l.RequestID, l.OnceUntil = "req-"+string(l.Kind), newClock().Now().Add(2*time.Minute)
+					if _, err := s.ResolveLink(context.Background(), l); !errors.Is(err, boom) {
+						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
+					}
+				}
+				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes", "used_requests"} {
+					if n := count(t, s, table); n != 0 {
+						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRequestIDSingleUse: a link whose request id is single-use (a gateway assertion binds
+// it) is resolved once; a replay mints no code, also when replays race, and a failed
+// resolution does not use the id up.
+func TestRequestIDSingleUse(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+			once := func(id string) Link {
+				l := mainLink("e1", "org1", "c1")
+				l.RequestID, l.OnceUntil = id, c.Now().Add(2*time.Minute)
+				return l
+			}
+			boom := errors.New("injected failure")
+			s.hook = func(name string) error {
+				if name == "link" {
+					return boom
+				}
+				return nil
+			}
+			if _, err := s.ResolveLink(ctx, once("req-a")); !errors.Is(err, boom) {
+				t.Fatalf("ResolveLink(failing) = %v", err)
+			}
+			s.hook = nil
+			if _, err := s.ResolveLink(ctx, once("req-a")); err != nil {
+				t.Fatalf("ResolveLink(after a failed attempt) = %v, want resolved: the failure used nothing up", err)
+			}
+			if _, err := s.ResolveLink(ctx, once("req-a")); !errors.Is(err, ErrRequestReplayed) {
+				t.Fatalf("ResolveLink(replay) = %v, want ErrRequestReplayed", err)
+			}
+			if n := count(t, s, "login_codes"); n != 1 {
+				t.Errorf("login codes after a replay = %d, want 1", n)
+			}
+
+			var wg sync.WaitGroup
+			results := make(chan error, 6)
+			for range cap(results) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := s.ResolveLink(ctx, once("req-race"))
+					results <- err
+				}()
+			}
+			wg.Wait()
+			close(results)
+			wins := 0
+			for err := range results {
+				switch {
+				case err == nil:
+					wins++
+				case !errors.Is(err, ErrRequestReplayed):
+					t.Errorf("racing replay = %v", err)
+				}
+			}
+			if wins != 1 {
+				t.Errorf("racing replays resolved %d times, want 1", wins)
+			}
+
+			// Once the assertion has expired, the row is cleared or taken over.
+			c.Add(3 * time.Minute)
+			if _, err := s.ResolveLink(ctx, once("req-a")); err != nil {
+				t.Errorf("ResolveLink(id past its time) = %v, want resolved", err)
+			}
+			if err := s.DeleteExpired(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, s, "used_requests"); n != 1 {
+				t.Errorf("used request ids after DeleteExpired = %d, want 1 (req-a's renewed row)", n)
+			}
+		})
+	}
+}
+
+func TestConcurrentFirstLinks(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					l := goLink("org-new", "c-new", "new@example.com")
+					if i%2 == 0 {
+						l = mainLink("e-new", "org-new", "c-new")
+					}
+					_, err := s.ResolveLink(context.Background(), l)
+					errs <- err
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("concurrent ResolveLink = %v, want nil", err)
+				}
+			}
+			for table, want := range map[string]int{"organizations": 1, "contacts": 1, "employees": 1, "accounts": 1, "links": 8} {
+				if n := count(t, s, table); n != want {
+					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNormalizeSSN(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"010190-12345", "01019012345"},
+		{" 010190 12345 ", "01019012345"},
+		{"131052-308t", "131052308T"},
+		{"--", ""},
+	} {
+		if got := normalizeSSN(tt.in); got != tt.want {
+			t.Errorf("normalizeSSN(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkResolveLink measures the database work of one link on SQLite: a known
+// organization, contact and linked employee (the steady state), plus the login code.
+func BenchmarkResolveLink(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "app.db"), Options{SSNKey: testKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l := mainLink("e1", "org1", "c1")
+	l.Payload.Contact.SSN = "01019012345"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.ResolveLink(context.Background(), l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
