@@ -280,9 +280,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// maxBodySizeLimit says why max_body_size cannot be raised.
-var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
-
 // reverseProxyModule is the module whose debug line "upstream roundtrip" logs every header
 // of the request it sends upstream: after this handler, the verified identity.
 const reverseProxyModule = "http.handlers.reverse_proxy"
@@ -316,20 +313,57 @@ func (h *Handler) Validate() error {
 			return err
 		}
 	}
-	if h.MaxBodySize < 0 {
-		return fmt.Errorf("max_body_size %d: must be positive", h.MaxBodySize)
+	if err := checkMaxBodySize(h.MaxBodySize); err != nil {
+		return fmt.Errorf("max_body_size %d: %v", h.MaxBodySize, err)
 	}
-	if h.MaxBodySize > linktoken.MaxTokenLength {
-		return fmt.Errorf("max_body_size %d: %s", h.MaxBodySize, maxBodySizeLimit)
+	if err := checkErrorsMode(h.Errors); err != nil {
+		return err
 	}
-	if h.Errors != ErrorsRespond && h.Errors != ErrorsHandle {
-		return fmt.Errorf("errors %q: want %q or %q", h.Errors, ErrorsRespond, ErrorsHandle)
-	}
-	if !validHeaderPrefix(h.prefix) {
-		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", h.prefix)
+	if err := checkHeaderPrefix(h.prefix); err != nil {
+		return err
 	}
 	if h.UpstreamSecret != "" && len(h.secret) < 32 {
 		return errors.New("upstream_secret: shorter than 32 bytes after expansion (is the environment variable set?)")
+	}
+	return nil
+}
+
+// The handler's options are checked as the partner's are (partners.go): one function per
+// option, called by UnmarshalCaddyfile as it reads the option, so that the error carries
+// the Caddyfile's file and line, and by Validate for a JSON configuration, so that both
+// meet the same rule in the same words. checkMaxBodySize returns the reason only: the
+// Caddyfile names the size as written, JSON in bytes.
+
+// wantBodySize says what max_body_size takes.
+const wantBodySize = "want a size above 0 bytes, such as 8KiB or 8192"
+
+// maxBodySizeLimit says why max_body_size cannot be raised.
+var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
+
+// checkMaxBodySize checks a max_body_size in bytes; zero takes the default.
+func checkMaxBodySize(n int64) error {
+	switch {
+	case n < 0:
+		return errors.New(wantBodySize)
+	case n > linktoken.MaxTokenLength:
+		return errors.New(maxBodySizeLimit)
+	}
+	return nil
+}
+
+// checkErrorsMode checks the errors option.
+func checkErrorsMode(mode string) error {
+	if mode != ErrorsRespond && mode != ErrorsHandle {
+		return fmt.Errorf("errors %q: want %s or %s", mode, ErrorsRespond, ErrorsHandle)
+	}
+	return nil
+}
+
+// checkHeaderPrefix checks a header_prefix: the start of a header name, so that the
+// forwarded headers are names and the namespace cleared of client headers is the one set.
+func checkHeaderPrefix(prefix string) error {
+	if !validHeaderPrefix(prefix) {
+		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", prefix)
 	}
 	return nil
 }
