@@ -3,10 +3,11 @@ package jwtpartner
 import (
 	"time"
 
-	"github.com/partnergate/partnergate/linktoken"
-	"github.com/partnergate/partnergate/problem"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // outcomeAccepted is the outcome of a forwarded request in logs and metrics.

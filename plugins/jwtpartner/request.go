@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/google/uuid"
+
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/plugins/nonce"
 	"github.com/partnergate/partnergate/problem"
