@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // Length bounds, in Unicode code points. The interface gives none (docs/interface.md A-DEC-2);
@@ -18,12 +20,9 @@ const (
 	maxShortLength = 64  // ssn, gender, mobile, diagnosis
 )
 
-// FieldError names one failing field by its JSON path ("contact.firstname") and says why,
-// without echoing the value: the value may be personal data.
-type FieldError struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
-}
+// FieldError names one failing field; it is the problem document's, so a payload's
+// failures go into a rejection as they are.
+type FieldError = problem.FieldError
 
 // Error lists every failing field of a payload.
 type Error struct {

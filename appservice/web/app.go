@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // Cookie names. The session cookie holds a random token whose hash keys the server-side
@@ -131,9 +132,8 @@ func switchesAccount(s *store.Session, target *store.LoginTarget) bool {
 func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.log.Info("login refused", "outcome", CodeCSRFInvalid)
-		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired",
-			"Open the application again from your partner application."))
+		h.log.Info("login refused", "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Open the application again from your partner application."))
 		return
 	}
 	code := r.PostFormValue("code")
@@ -166,20 +166,17 @@ func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 
 // failCode answers a login code that PeekCode or ExchangeCode refused.
 func (h *Handler) failCode(w http.ResponseWriter, err error) {
-	p := problem{}
+	var p problem.Problem
 	switch {
 	case errors.Is(err, store.ErrCodeUsed):
-		p = p.with(http.StatusGone, CodeLoginCodeUsed, "Link already used",
-			"This sign-in link has been used already. Open the application again from your partner application.")
+		p = problem.New(problem.CodeLoginCodeUsed, "This sign-in link has been used already. Open the application again from your partner application.")
 	case errors.Is(err, store.ErrCodeExpired):
-		p = p.with(http.StatusGone, CodeLoginCodeExpired, "Link expired",
-			"This sign-in link is valid for one minute and has expired. Open the application again from your partner application.")
+		p = problem.New(problem.CodeLoginCodeExpired, "This sign-in link is valid for one minute and has expired. Open the application again from your partner application.")
 	case errors.Is(err, store.ErrCodeInvalid):
-		p = p.with(http.StatusBadRequest, CodeLoginCodeInvalid, "Link not valid",
-			"This sign-in link is not valid. Open the application again from your partner application.")
+		p = problem.New(problem.CodeLoginCodeInvalid, "This sign-in link is not valid. Open the application again from your partner application.")
 	default:
 		h.log.Error("exchanging login code failed", "error", err.Error())
-		p = p.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment.")
+		p = problem.New(problem.CodeInternal, "Try again in a moment.")
 	}
 	h.log.Info("login refused", "outcome", p.Code)
 	h.fail(w, p)
@@ -226,12 +223,16 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		h.fail(w, problem{}.with(http.StatusBadRequest, CodeCSRFInvalid, "Form not readable", "Reload the sign-in page and try again."))
+		// Too large or malformed: the form was never readable, so not "expired"; the code
+		// stays csrf_invalid, since the token in it could not be checked.
+		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
+		p.Title, p.Status = "Form not readable", http.StatusBadRequest
+		h.fail(w, p)
 		return
 	}
 	if !h.checkCSRF(r) {
-		h.log.Info("sign-in refused", "outcome", CodeCSRFInvalid)
-		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the sign-in page and try again."))
+		h.log.Info("sign-in refused", "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
 		return
 	}
 	login := r.PostFormValue("login")
@@ -261,7 +262,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("sign-in failed", "error", err.Error())
 			status, msg = http.StatusInternalServerError, "Sign-in is not possible right now. Try again in a moment."
 		} else {
-			h.log.Info("sign-in refused", "outcome", CodeCredentialsInvalid)
+			h.log.Info("sign-in refused", "outcome", problem.CodeCredentialsInvalid)
 		}
 		h.signinError(w, r, status, login, msg)
 		return
@@ -303,8 +304,8 @@ func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.log.Info("link confirmation refused", "outcome", CodeCSRFInvalid)
-		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the page and try again."))
+		h.log.Info("link confirmation refused", "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the page and try again."))
 		return
 	}
 	accept := r.PostFormValue("action") == "link"
@@ -316,7 +317,7 @@ func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		h.log.Error("confirming employee link failed", "error", err.Error())
-		h.fail(w, problem{}.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment."))
+		h.fail(w, problem.New(problem.CodeInternal, "Try again in a moment."))
 		return
 	}
 	h.log.Info("employee link settled", "outcome", map[bool]string{true: "linked", false: "not_linked"}[linked], "accepted", accept)
@@ -343,13 +344,13 @@ func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.fail(w, problem{}.with(http.StatusForbidden, CodeCSRFInvalid, "Form expired", "Reload the page and try again."))
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the page and try again."))
 		return
 	}
 	if tok := h.cookie(r, sessionCookie); tok != "" {
 		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
 			h.log.Error("signing out failed", "error", err.Error())
-			h.fail(w, problem{}.with(http.StatusInternalServerError, CodeInternal, "Internal error", "Try again in a moment."))
+			h.fail(w, problem.New(problem.CodeInternal, "Try again in a moment."))
 			return
 		}
 	}

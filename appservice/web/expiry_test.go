@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // TestPendingSessionExpiresAfter15Minutes: a first-time employee's pending session still
@@ -52,8 +54,8 @@ func TestLoginCodeDeadAfterItsLifetime(t *testing.T) {
 	}
 	f.now = f.now.Add(60 * time.Second)
 	res, page := b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}})
-	if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeExpired) {
-		t.Errorf("exchange at 60s = %d, want 410 %s", res.StatusCode, CodeLoginCodeExpired)
+	if res.StatusCode != http.StatusGone || !strings.Contains(page, string(problem.CodeLoginCodeExpired)) {
+		t.Errorf("exchange at 60s = %d, want 410 %s", res.StatusCode, string(problem.CodeLoginCodeExpired))
 	}
 
 	path = f.link(t, goPayload(), "go")

@@ -12,23 +12,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
-)
-
-// Codes of the app service's own rejections, in the gateway's problem shape. Stable: a
-// partner or an operator may match on them.
-const (
-	CodeNotFound           = "not_found"
-	CodeMethodNotAllowed   = "method_not_allowed"
-	CodeAssertionInvalid   = "gateway_assertion_invalid"  // no valid gateway assertion: not from the gateway
-	CodeAssertionReplayed  = "gateway_assertion_replayed" // a valid assertion seen before: a replayed request
-	CodePayloadInvalid     = "payload_invalid"            // the claims do not hold a valid payload of the forwarded kind
-	CodeInternal           = "internal_error"
-	CodeLoginCodeInvalid   = "login_code_invalid"
-	CodeLoginCodeUsed      = "login_code_used"
-	CodeLoginCodeExpired   = "login_code_expired"
-	CodeCSRFInvalid        = "csrf_invalid"
-	CodeSessionRequired    = "session_required"
-	CodeCredentialsInvalid = "credentials_invalid"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // forwarded is what partnerLink reads from the gateway's headers.
@@ -44,14 +28,17 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, endpoint := r.PathValue("name"), r.PathValue("endpoint")
 	fw := h.readForwarded(r)
-	p := problem{endpoint: endpoint, RequestID: fw.requestID}
+	fail := func(p problem.Problem) {
+		p.RequestID = fw.requestID
+		h.failLink(w, endpoint, p)
+	}
 	if endpoint != "url" && endpoint != "payload" {
-		h.fail(w, p.with(http.StatusNotFound, CodeNotFound, "Not a partner link endpoint", "The path is not /partner/{name}/url or /partner/{name}/payload."))
+		fail(problem.New(problem.CodeNotFound, "The path is not /partner/{name}/url or /partner/{name}/payload."))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.fail(w, p.with(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method not allowed", "Partner links are sent with POST."))
+		fail(problem.New(problem.CodeMethodNotAllowed, "Partner links are sent with POST."))
 		return
 	}
 	logger := h.log.With("partner", name, "endpoint", endpoint, "request_id", fw.requestID)
@@ -69,9 +56,8 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		err = errors.New("forwarded request id is not a plain token")
 	}
 	if err != nil {
-		logger.Warn("link refused", "outcome", CodeAssertionInvalid, "reason", err.Error())
-		h.fail(w, p.with(http.StatusForbidden, CodeAssertionInvalid, "Not forwarded by the gateway",
-			"Partner links are accepted only through the gateway, which verifies the token."))
+		logger.Warn("link refused", "outcome", problem.CodeAssertionInvalid, "reason", err.Error())
+		fail(problem.New(problem.CodeAssertionInvalid, "Partner links are accepted only through the gateway, which verifies the token."))
 		return
 	}
 
@@ -92,10 +78,10 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		fields = []linkspec.FieldError{{Field: "kind", Reason: "unknown link kind"}}
 	}
 	if fields != nil {
-		logger.Warn("link refused", "outcome", CodePayloadInvalid, "kind", fw.Kind)
-		pp := p.with(http.StatusBadRequest, CodePayloadInvalid, "Payload invalid", "The link's payload does not fit its kind.")
-		pp.Fields = fields
-		h.fail(w, pp)
+		logger.Warn("link refused", "outcome", problem.CodePayloadInvalid, "kind", fw.Kind)
+		p := problem.New(problem.CodePayloadInvalid, "The link's payload does not fit its kind.")
+		p.Fields = fields
+		fail(p)
 		return
 	}
 
@@ -107,15 +93,13 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		OnceUntil: now.Add(2 * linkspec.AssertionMaxAge),
 	})
 	if errors.Is(err, store.ErrRequestReplayed) {
-		logger.Warn("link refused", "outcome", CodeAssertionReplayed)
-		h.fail(w, p.with(http.StatusConflict, CodeAssertionReplayed, "Request already processed",
-			"This forwarded request was processed before; a new link needs a new token."))
+		logger.Warn("link refused", "outcome", problem.CodeAssertionReplayed)
+		fail(problem.New(problem.CodeAssertionReplayed, "This forwarded request was processed before; a new link needs a new token."))
 		return
 	}
 	if err != nil {
-		logger.Error("resolving link failed", "outcome", CodeInternal, "kind", kind, "error", err.Error())
-		h.fail(w, p.with(http.StatusInternalServerError, CodeInternal, "Internal error",
-			"The link could not be processed; nothing was saved. Try again, or give the request id to support."))
+		logger.Error("resolving link failed", "outcome", problem.CodeInternal, "kind", kind, "error", err.Error())
+		fail(problem.New(problem.CodeInternal, "The link could not be processed; nothing was saved. Try again, or give the request id to support."))
 		return
 	}
 	logger.Info("link accepted", "outcome", "accepted", "kind", kind,

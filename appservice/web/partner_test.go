@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 func TestDecodeClaimsRefusesWhatParsersDisagreeOn(t *testing.T) {
@@ -57,8 +58,8 @@ func TestAssertionRefused(t *testing.T) {
 			res := serve(f.h, r)
 			var p problemBody
 			json.Unmarshal([]byte(body(t, res)), &p)
-			if res.StatusCode != http.StatusForbidden || p.Code != CodeAssertionInvalid {
-				t.Errorf("status, code = %d, %q, want 403, %q", res.StatusCode, p.Code, CodeAssertionInvalid)
+			if res.StatusCode != http.StatusForbidden || p.Code != string(problem.CodeAssertionInvalid) {
+				t.Errorf("status, code = %d, %q, want 403, %q", res.StatusCode, p.Code, string(problem.CodeAssertionInvalid))
 			}
 			if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
 				t.Errorf("Content-Type = %q, want application/problem+json", ct)
@@ -76,8 +77,8 @@ func TestAssertionRefused(t *testing.T) {
 		r.Header.Del("X-Partner-Assertion")
 		res := serve(f.h, r)
 		b := body(t, res)
-		if res.StatusCode != http.StatusForbidden || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, CodeAssertionInvalid) {
-			t.Errorf("status %d, type %q, body has code %v; want 403 HTML with the code", res.StatusCode, res.Header.Get("Content-Type"), strings.Contains(b, CodeAssertionInvalid))
+		if res.StatusCode != http.StatusForbidden || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, string(problem.CodeAssertionInvalid)) {
+			t.Errorf("status %d, type %q, body has code %v; want 403 HTML with the code", res.StatusCode, res.Header.Get("Content-Type"), strings.Contains(b, string(problem.CodeAssertionInvalid)))
 		}
 	})
 	res := serve(f.h, forwardRequest(t, "url", mainPayload(), "main", testNow))
@@ -100,8 +101,8 @@ func TestAssertionReplayRefused(t *testing.T) {
 			f.now = f.now.Add(30 * time.Second)
 			res := serve(f.h, replay)
 			b := body(t, res)
-			if res.StatusCode != http.StatusConflict || !strings.Contains(b, CodeAssertionReplayed) || strings.Contains(b, "/app/login") {
-				t.Errorf("replay = %d %s, want 409 %s without a login URL", res.StatusCode, b, CodeAssertionReplayed)
+			if res.StatusCode != http.StatusConflict || !strings.Contains(b, string(problem.CodeAssertionReplayed)) || strings.Contains(b, "/app/login") {
+				t.Errorf("replay = %d %s, want 409 %s without a login URL", res.StatusCode, b, string(problem.CodeAssertionReplayed))
 			}
 		})
 	}
@@ -126,8 +127,8 @@ func TestPayloadRevalidated(t *testing.T) {
 			res := serve(f.h, r)
 			var p problemBody
 			json.Unmarshal([]byte(body(t, res)), &p)
-			if res.StatusCode != http.StatusBadRequest || p.Code != CodePayloadInvalid || len(p.Fields) == 0 || p.Fields[0].Field != tt.field {
-				t.Errorf("= %d %q %+v, want 400 %q naming %s", res.StatusCode, p.Code, p.Fields, CodePayloadInvalid, tt.field)
+			if res.StatusCode != http.StatusBadRequest || p.Code != string(problem.CodePayloadInvalid) || len(p.Fields) == 0 || p.Fields[0].Field != tt.field {
+				t.Errorf("= %d %q %+v, want 400 %q naming %s", res.StatusCode, p.Code, p.Fields, string(problem.CodePayloadInvalid), tt.field)
 			}
 			if p.RequestID != id || p.Type != "urn:partnergate:problem:payload_invalid" {
 				t.Errorf("request_id, type = %q, %q, want the gateway's %q and the problem URN", p.RequestID, p.Type, id)

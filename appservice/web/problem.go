@@ -3,44 +3,26 @@ package web
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
 
-	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
-// problemTypePrefix is the gateway's: one problem type namespace for the whole link flow.
-const problemTypePrefix = "urn:partnergate:problem:"
-
-// problem is an RFC 9457 problem in the gateway's shape. endpoint picks the rendering:
-// problem+json for /url, a page a person can read everywhere else.
-type problem struct {
-	endpoint  string
-	Type      string                `json:"type"`
-	Title     string                `json:"title"`
-	Status    int                   `json:"status"`
-	Detail    string                `json:"detail,omitempty"`
-	Code      string                `json:"code"`
-	Fields    []linkspec.FieldError `json:"fields,omitempty"`
-	RequestID string                `json:"request_id,omitempty"`
-}
-
-func (p problem) with(status int, code, title, detail string) problem {
-	p.Type, p.Status, p.Code, p.Title, p.Detail = problemTypePrefix+code, status, code, title, detail
-	return p
-}
-
-func (h *Handler) fail(w http.ResponseWriter, p problem) {
-	if p.endpoint == "url" {
-		body, _ := json.Marshal(p)
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(p.Status)
-		w.Write(body)
+// failLink answers a rejected partner link in the gateway's shape: problem+json on /url,
+// whose caller is the partner's server, the problem page on /payload and elsewhere.
+func (h *Handler) failLink(w http.ResponseWriter, endpoint string, p problem.Problem) {
+	if endpoint == "url" {
+		_ = problem.WriteJSON(w, p) // a failed write is a client gone; nothing is left to tell it
 		return
 	}
+	h.fail(w, p)
+}
+
+// fail answers p as the problem page inside the app's layout.
+func (h *Handler) fail(w http.ResponseWriter, p problem.Problem) {
 	h.render(w, p.Status, "problem", p)
 }
 
@@ -50,7 +32,9 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{"plain": plain}).ParseFS(templateFS, "templates/*.html"))
+// pages holds the app's pages and the problem package's page, parsed first so that
+// templates/problem.html's blocks put it inside the layout.
+var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain}))).ParseFS(templateFS, "templates/*.html"))
 
 // plain drops the Unicode bidirectional formatting characters (embeddings and overrides
 // U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) from a

@@ -19,6 +19,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 var (
@@ -332,16 +333,16 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 
 	t.Run("code used twice", func(t *testing.T) {
 		res, page := newBrowser(t, f.h).loginPage(path)
-		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeUsed) {
-			t.Errorf("second use = %d, want 410 %s", res.StatusCode, CodeLoginCodeUsed)
+		if res.StatusCode != http.StatusGone || !strings.Contains(page, string(problem.CodeLoginCodeUsed)) {
+			t.Errorf("second use = %d, want 410 %s", res.StatusCode, string(problem.CodeLoginCodeUsed))
 		}
 	})
 	t.Run("code expired", func(t *testing.T) {
 		path := f.link(t, goPayload(), "go")
 		f.now = f.now.Add(61 * time.Second)
 		res, page := newBrowser(t, f.h).loginPage(path)
-		if res.StatusCode != http.StatusGone || !strings.Contains(page, CodeLoginCodeExpired) {
-			t.Errorf("expired = %d, want 410 %s", res.StatusCode, CodeLoginCodeExpired)
+		if res.StatusCode != http.StatusGone || !strings.Contains(page, string(problem.CodeLoginCodeExpired)) {
+			t.Errorf("expired = %d, want 410 %s", res.StatusCode, string(problem.CodeLoginCodeExpired))
 		}
 	})
 	t.Run("code unknown", func(t *testing.T) {

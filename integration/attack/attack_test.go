@@ -65,7 +65,7 @@ type attackCase struct {
 	check func(t *testing.T, e *env, res *response)
 }
 
-// Codes the gateway documents (linktoken/linktoken.go, plugins/jwtpartner/problem.go).
+// Codes the gateway documents (linktoken/linktoken.go, problem/problem.go).
 // Spelled out here, not imported: the catalogue states the public contract a partner
 // matches on, and a renamed constant must fail it.
 const (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linktoken"
-	"github.com/partnergate/partnergate/plugins/jwtpartner"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // tableRow is a row of the guide's error table: "| `code`, `code2` | 400 | …".
@@ -42,9 +42,17 @@ func guideStatuses(t *testing.T) map[string]int {
 }
 
 // TestGuideListsEveryCode keeps docs/partners.md in step with the gateway: every code of
-// linktoken and of plugins/jwtpartner/problem.go has a row.
+// linktoken and of the gateway in problem/ has a row.
 func TestGuideListsEveryCode(t *testing.T) {
 	statuses := guideStatuses(t)
+	codes := []problem.Code{
+		problem.CodeNotFound, problem.CodePartnerUnknown, problem.CodeMethodNotAllowed,
+		problem.CodeUnsupportedMediaType, problem.CodeBodyTooLarge, problem.CodeBodyUnreadable,
+		problem.CodeTokenMissing, problem.CodeTokenDuplicated, problem.CodeTokenInQuery,
+		problem.CodeTokenReplayed, problem.CodeTokenBeforeStoreStart,
+		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull,
+		problem.CodeInternal,
+	}
 	for _, c := range []linktoken.Code{
 		linktoken.CodeTokenMalformed, linktoken.CodeHeaderInvalid, linktoken.CodeAlgorithmNotAllowed,
 		linktoken.CodeKeyIDMissing, linktoken.CodeKeyUnknown, linktoken.CodeKeysUnavailable,
@@ -52,13 +60,10 @@ func TestGuideListsEveryCode(t *testing.T) {
 		linktoken.CodeAudienceInvalid, linktoken.CodeLifetimeTooLong, linktoken.CodeTokenNotYetValid,
 		linktoken.CodeTokenExpired, linktoken.CodeNonceMissing, linktoken.CodeNonceInvalid,
 		linktoken.CodePayloadInvalid, linktoken.CodeKindNotAllowed,
-		jwtpartner.CodeNotFound, jwtpartner.CodePartnerUnknown, jwtpartner.CodeMethodNotAllowed,
-		jwtpartner.CodeUnsupportedMediaType, jwtpartner.CodeBodyTooLarge, jwtpartner.CodeBodyUnreadable,
-		jwtpartner.CodeTokenMissing, jwtpartner.CodeTokenDuplicated, jwtpartner.CodeTokenInQuery,
-		jwtpartner.CodeTokenReplayed, jwtpartner.CodeTokenBeforeStoreStart,
-		jwtpartner.CodeNonceStoreUnavailable, jwtpartner.CodeNonceStoreFull,
-		jwtpartner.CodeInternal,
 	} {
+		codes = append(codes, problem.Code(c))
+	}
+	for _, c := range codes {
 		if _, ok := statuses[string(c)]; !ok {
 			t.Errorf("docs/partners.md's error table has no row for %s", c)
 		}

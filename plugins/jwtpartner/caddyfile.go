@@ -2,6 +2,7 @@ package jwtpartner
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,8 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
-
-	"github.com/partnergate/partnergate/linktoken"
 )
 
 func init() {
@@ -121,12 +120,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			n, err := humanize.ParseBytes(s)
 			if err != nil || n == 0 {
-				return d.Errf("max_body_size %q: want a size such as 8KiB", s)
+				// Zero would silently mean the default; a Caddyfile that writes it means none.
+				return d.Errf("max_body_size %q: %s", s, wantBodySize)
 			}
-			if n > linktoken.MaxTokenLength {
-				return d.Errf("max_body_size %q: %s", s, maxBodySizeLimit)
+			h.MaxBodySize = int64(min(n, math.MaxInt64))
+			if err := checkMaxBodySize(h.MaxBodySize); err != nil {
+				return d.Errf("max_body_size %q: %v", s, err)
 			}
-			h.MaxBodySize = int64(n)
 		case "read_timeout":
 			var s string
 			if !d.AllArgs(&s) {
@@ -147,8 +147,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&h.HeaderPrefix) {
 				return d.ArgErr()
 			}
-			if !validHeaderPrefix(h.HeaderPrefix) {
-				return d.Errf("header_prefix %q: want letters, digits and '-', such as X-Partner-", h.HeaderPrefix)
+			if err := checkHeaderPrefix(h.HeaderPrefix); err != nil {
+				return d.Errf("%v", err)
 			}
 		case "nonce_store":
 			if !d.NextArg() {
@@ -168,8 +168,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&h.Errors) {
 				return d.ArgErr()
 			}
-			if h.Errors != ErrorsRespond && h.Errors != ErrorsHandle {
-				return d.Errf("errors %q: want %s or %s", h.Errors, ErrorsRespond, ErrorsHandle)
+			if err := checkErrorsMode(h.Errors); err != nil {
+				return d.Errf("%v", err)
 			}
 		default:
 			return d.Errf("unrecognized subdirective %q", opt)

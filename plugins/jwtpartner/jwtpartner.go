@@ -5,21 +5,14 @@
 package jwtpartner
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/url"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -287,9 +280,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// maxBodySizeLimit says why max_body_size cannot be raised.
-var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
-
 // reverseProxyModule is the module whose debug line "upstream roundtrip" logs every header
 // of the request it sends upstream: after this handler, the verified identity.
 const reverseProxyModule = "http.handlers.reverse_proxy"
@@ -323,20 +313,57 @@ func (h *Handler) Validate() error {
 			return err
 		}
 	}
-	if h.MaxBodySize < 0 {
-		return fmt.Errorf("max_body_size %d: must be positive", h.MaxBodySize)
+	if err := checkMaxBodySize(h.MaxBodySize); err != nil {
+		return fmt.Errorf("max_body_size %d: %v", h.MaxBodySize, err)
 	}
-	if h.MaxBodySize > linktoken.MaxTokenLength {
-		return fmt.Errorf("max_body_size %d: %s", h.MaxBodySize, maxBodySizeLimit)
+	if err := checkErrorsMode(h.Errors); err != nil {
+		return err
 	}
-	if h.Errors != ErrorsRespond && h.Errors != ErrorsHandle {
-		return fmt.Errorf("errors %q: want %q or %q", h.Errors, ErrorsRespond, ErrorsHandle)
-	}
-	if !validHeaderPrefix(h.prefix) {
-		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", h.prefix)
+	if err := checkHeaderPrefix(h.prefix); err != nil {
+		return err
 	}
 	if h.UpstreamSecret != "" && len(h.secret) < 32 {
 		return errors.New("upstream_secret: shorter than 32 bytes after expansion (is the environment variable set?)")
+	}
+	return nil
+}
+
+// The handler's options are checked as the partner's are (partners.go): one function per
+// option, called by UnmarshalCaddyfile as it reads the option, so that the error carries
+// the Caddyfile's file and line, and by Validate for a JSON configuration, so that both
+// meet the same rule in the same words. checkMaxBodySize returns the reason only: the
+// Caddyfile names the size as written, JSON in bytes.
+
+// wantBodySize says what max_body_size takes.
+const wantBodySize = "want a size above 0 bytes, such as 8KiB or 8192"
+
+// maxBodySizeLimit says why max_body_size cannot be raised.
+var maxBodySizeLimit = fmt.Sprintf("at most %d bytes (16 KiB), the longest token the verifier reads; a larger body could only carry a token that is refused", linktoken.MaxTokenLength)
+
+// checkMaxBodySize checks a max_body_size in bytes; zero takes the default.
+func checkMaxBodySize(n int64) error {
+	switch {
+	case n < 0:
+		return errors.New(wantBodySize)
+	case n > linktoken.MaxTokenLength:
+		return errors.New(maxBodySizeLimit)
+	}
+	return nil
+}
+
+// checkErrorsMode checks the errors option.
+func checkErrorsMode(mode string) error {
+	if mode != ErrorsRespond && mode != ErrorsHandle {
+		return fmt.Errorf("errors %q: want %s or %s", mode, ErrorsRespond, ErrorsHandle)
+	}
+	return nil
+}
+
+// checkHeaderPrefix checks a header_prefix: the start of a header name, so that the
+// forwarded headers are names and the namespace cleared of client headers is the one set.
+func checkHeaderPrefix(prefix string) error {
+	if !validHeaderPrefix(prefix) {
+		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", prefix)
 	}
 	return nil
 }
@@ -374,304 +401,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.logOutcome(rq, nil)
 	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), outcomeAccepted)
 	return next.ServeHTTP(w, r)
-}
-
-// drainTimeout bounds how long net/http may spend reading an unread request body after a
-// rejection, before it answers.
-const drainTimeout = time.Second
-
-// leaveBody prepares the answer to a rejected HTTP/1 request whose body is still on the
-// wire. Before writing an answer, net/http reads up to 256 KiB of an unread body so that a
-// client that writes its whole request before reading gets the answer, and closes the
-// connection gently (a lingering close) when more remains. It does that through Caddy's
-// body wrappers too, but with no deadline once the read timeout is lifted: a client that
-// declares a huge body and sends none would hold the answer and the connection. So the read
-// gets drainTimeout; and where nothing useful can come (a client waiting for 100 Continue,
-// which must not be sent, or a body that already failed), the connection is closed at once.
-func leaveBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, rej *rejection) {
-	if rej.code == CodeBodyUnreadable || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
-		w.Header().Set("Connection", "close")
-		return
-	}
-	if err := rc.SetReadDeadline(time.Now().Add(drainTimeout)); err != nil {
-		w.Header().Set("Connection", "close")
-	}
-}
-
-// request is what one request has learned so far, for the log line, the metrics and the
-// rejection.
-type request struct {
-	start     time.Time
-	requestID string
-	partner   string // set once the name is known to be configured
-	endpoint  string // "url" or "payload" once the path is known to be one of them
-	token     *linktoken.Token
-	alg, kid  string
-	bodyRead  bool // the whole body was read (so the connection can be kept)
-	forwarded bool // the request passed and goes to the next handler
-	errorCode Code // the rejection's code
-}
-
-func (rq *request) partnerLabel() string {
-	if rq.partner == "" {
-		return "unknown"
-	}
-	return rq.partner
-}
-
-func (rq *request) endpointLabel() string {
-	if rq.endpoint == "" {
-		return "unknown"
-	}
-	return rq.endpoint
-}
-
-// Endpoints.
-const (
-	endpointURL     = "url"
-	endpointPayload = "payload"
-)
-
-// handle runs every check in order, cheapest first, and claims the nonce last.
-func (h *Handler) handle(r *http.Request, rq *request) *rejection {
-	name, endpoint, ok := splitPartnerPath(r.URL.EscapedPath())
-	if !ok {
-		return reject(CodeNotFound, "no partner link endpoint at this path")
-	}
-	// The endpoint is known before the partner, so that a person whose form posted to a
-	// wrong partner name still gets a page rather than JSON.
-	knownEndpoint := endpoint == endpointURL || endpoint == endpointPayload
-	if knownEndpoint {
-		rq.endpoint = endpoint
-	}
-	ps, ok := h.partners[name]
-	if !ok {
-		return reject(CodePartnerUnknown, "no partner of that name is configured")
-	}
-	rq.partner = name
-	if !knownEndpoint {
-		return reject(CodeNotFound, "the partner endpoints are /url and /payload")
-	}
-
-	if r.Method != http.MethodPost {
-		return reject(CodeMethodNotAllowed, "partner links are sent with POST")
-	}
-
-	var body *bytes.Buffer
-	defer func() { releaseBody(body) }()
-	token, rej := h.readToken(r, endpoint, &rq.bodyRead, &body)
-	if rej != nil {
-		return rej
-	}
-
-	vstart := time.Now()
-	tok, err := ps.verifier.Verify(r.Context(), token, ps.keys)
-	h.metrics.verifyDuration(name, time.Since(vstart))
-	if err != nil {
-		return rejectToken(err)
-	}
-	rq.token, rq.alg, rq.kid = tok, tok.Alg, tok.KeyID
-
-	// The nonce is claimed last (docs/architecture.md, step 4): a token refused for any other
-	// reason must not use up its nonce, or a partner's retry of a fixed token would be a
-	// replay. The partner's own leeway: the verifier accepted the token from nbf - leeway
-	// until exp + leeway, and the store needs both ends (the clean-start guard the first).
-	leeway := ps.verifier.Rules().Leeway
-	nstart := time.Now()
-	fresh, err := h.store.Claim(r.Context(), nonce.Entry{
-		Partner:        name,
-		Nonce:          tok.Nonce,
-		AcceptableFrom: tok.NotBefore.Add(-leeway),
-		Until:          tok.Expiry.Add(leeway),
-	})
-	h.metrics.nonceDuration(time.Since(nstart), err)
-	switch {
-	case errors.Is(err, nonce.ErrFull):
-		return &rejection{code: CodeNonceStoreFull, detail: "the gateway cannot record more links right now; try again shortly", err: err}
-	case errors.Is(err, nonce.ErrTooOld):
-		return &rejection{code: CodeTokenBeforeStoreStart, detail: "the replay store lost its memory after this token became valid, so its use cannot be checked; send a freshly signed token", err: err}
-	case err != nil:
-		return &rejection{code: CodeNonceStoreUnavailable, detail: "the replay store is unavailable; try again shortly", err: err}
-	case !fresh:
-		return reject(CodeTokenReplayed, "this token was used before; every link needs a new token with a new nonce")
-	}
-	return nil
-}
-
-// splitPartnerPath splits the escaped path "/partner/{name}/{endpoint}". It works on the
-// escaped form because an encoded slash is data, not a delimiter (RFC 3986 §2.2): the
-// upstream routes on the escaped path, where "/partner%2Facme%2Furl" is one segment, so the
-// gateway must not read three. Each segment is unescaped on its own (so "%61cme" is
-// "acme"), and a segment that unescapes to something holding a slash is no name.
-func splitPartnerPath(escaped string) (name, endpoint string, ok bool) {
-	rest, ok := strings.CutPrefix(escaped, "/partner/")
-	if !ok {
-		return "", "", false
-	}
-	rawName, rawEndpoint, ok := strings.Cut(rest, "/")
-	if !ok || strings.Contains(rawEndpoint, "/") {
-		return "", "", false
-	}
-	name, err1 := url.PathUnescape(rawName)
-	endpoint, err2 := url.PathUnescape(rawEndpoint)
-	if err1 != nil || err2 != nil || name == "" || strings.Contains(name, "/") || strings.Contains(endpoint, "/") {
-		return "", "", false
-	}
-	return name, endpoint, true
-}
-
-// readToken reads the token from the body of an /url or /payload request, with the media
-// type, size and count rules of the endpoint. It sets *bodyRead once the body has been read
-// to its end. The token it returns lives in *held, a pooled buffer the caller hands back
-// with releaseBody once it is done with the token.
-func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, held **bytes.Buffer) ([]byte, *rejection) {
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	want := "text/plain"
-	if endpoint == endpointPayload {
-		want = "application/x-www-form-urlencoded"
-	}
-	if err != nil || mt != want || !onlyCharset(params) {
-		return nil, reject(CodeUnsupportedMediaType, "the "+endpoint+" endpoint takes Content-Type "+want)
-	}
-	// A token in the URL ends up in access logs, browser history and Referer headers: it
-	// is refused on both endpoints, so a partner finds the mistake on its first try.
-	if tokenInQuery(r.URL.RawQuery) {
-		return nil, reject(CodeTokenInQuery, "the token belongs in the request body, never in the URL")
-	}
-
-	if r.ContentLength > h.MaxBodySize {
-		// Declared too large: refuse without reading a byte of it.
-		return nil, reject(CodeBodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.MaxBodySize))
-	}
-	buf := bodyBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	*held = buf
-	// One byte over the limit tells a body that is too large from one that just fits.
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxBodySize+1)); err != nil {
-		return nil, &rejection{code: CodeBodyUnreadable, detail: "the request body could not be read", err: err}
-	}
-	if int64(buf.Len()) > h.MaxBodySize {
-		return nil, reject(CodeBodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.MaxBodySize))
-	}
-	*bodyRead = true
-	body := buf.Bytes()
-
-	if endpoint == endpointURL {
-		tok := bytes.TrimSpace(body)
-		if len(tok) == 0 {
-			return nil, reject(CodeTokenMissing, "the body must be the token")
-		}
-		return tok, nil
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, reject(linktoken.CodeTokenMalformed, "the form body is not valid application/x-www-form-urlencoded")
-	}
-	vals := form["payload"]
-	switch {
-	case len(vals) > 1:
-		return nil, reject(CodeTokenDuplicated, "the form carries more than one payload field")
-	case len(vals) == 0 || strings.TrimSpace(vals[0]) == "":
-		return nil, reject(CodeTokenMissing, "the form must carry one payload field holding the token")
-	}
-	return []byte(strings.TrimSpace(vals[0])), nil
-}
-
-// tokenInQuery reports whether the raw query has a parameter named payload or token, in
-// any case and percent-encoded or not. It reads the query itself rather than through
-// url.ParseQuery, which silently drops every pair that holds a ';' (so "?a;payload=…" would
-// pass) and compares names exactly (so "?PAYLOAD=…" would): many other stacks split on ';'
-// or fold case, and a token in the URL is in the access log whichever way it is read.
-func tokenInQuery(rawQuery string) bool {
-	for rawQuery != "" {
-		var pair string
-		if i := strings.IndexAny(rawQuery, "&;"); i >= 0 {
-			pair, rawQuery = rawQuery[:i], rawQuery[i+1:]
-		} else {
-			pair, rawQuery = rawQuery, ""
-		}
-		name, _, _ := strings.Cut(pair, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
-		name = strings.TrimSpace(name)
-		if strings.EqualFold(name, "payload") || strings.EqualFold(name, "token") {
-			return true
-		}
-	}
-	return false
-}
-
-// bodyBuffers hold request bodies while their token is verified: nothing of the body
-// outlives the request (the verified token's values are copies), and a body is read on
-// every request.
-var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// releaseBody returns a body buffer to the pool; buffers grown by an oversized body are
-// left to the garbage collector.
-func releaseBody(b *bytes.Buffer) {
-	if b != nil && b.Cap() <= 64<<10 {
-		bodyBuffers.Put(b)
-	}
-}
-
-// onlyCharset reports whether params has no parameter other than charset; the token is
-// ASCII, so any ASCII-compatible charset reads the same.
-func onlyCharset(params map[string]string) bool {
-	for k := range params {
-		if k != "charset" {
-			return false
-		}
-	}
-	return true
-}
-
-// requestID returns Caddy's request UUID ({http.request.uuid}, which the access log can
-// carry too), or a new UUID where the server did not set up its placeholders.
-func requestID(repl *caddy.Replacer) string {
-	if v, ok := repl.GetString("http.request.uuid"); ok && v != "" {
-		return v
-	}
-	return uuid.NewString()
-}
-
-// logOutcome writes the request's one log line: debug for accepted links and a client's
-// bad token, info for a replay or a token the replay store cannot vouch for (security
-// signals), error for a broken dependency. It never carries the token, the nonce or a
-// payload value.
-func (h *Handler) logOutcome(rq *request, rej *rejection) {
-	lvl, outcome := zapcore.DebugLevel, outcomeAccepted
-	if rej != nil {
-		outcome = string(rej.code)
-		switch {
-		case dependency(rej.code):
-			lvl = zapcore.ErrorLevel
-		case rej.code == CodeTokenReplayed, rej.code == CodeTokenBeforeStoreStart:
-			lvl = zapcore.InfoLevel
-		}
-	}
-	c := h.logger.Check(lvl, "partner link")
-	if c == nil {
-		return
-	}
-	fields := []zap.Field{
-		zap.String("partner", rq.partner),
-		zap.String("endpoint", rq.endpoint),
-		zap.String("outcome", outcome),
-		zap.String("alg", rq.alg),
-		zap.String("kid", rq.kid),
-		zap.Duration("duration", time.Since(rq.start)),
-		zap.String("request_id", rq.requestID),
-	}
-	if rq.token != nil {
-		// The link kind, main or go: an outcome of the payload's shape, not a value from it.
-		fields = append(fields, zap.String("kind", string(rq.token.Kind)))
-	}
-	if rej != nil && rej.err != nil {
-		// Errors from linktoken and the stores never carry a value (their contract).
-		fields = append(fields, zap.Error(rej.err))
-	}
-	c.Write(fields...)
 }
 
 // Interface guards

@@ -26,6 +26,7 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/plugins/nonce"
+	"github.com/partnergate/partnergate/problem"
 )
 
 const (
@@ -162,12 +163,12 @@ func (f *fixture) serve(r *http.Request) (*httptest.ResponseRecorder, *recorder,
 	return w, next, repl, err
 }
 
-func decodeProblem(t testing.TB, w *httptest.ResponseRecorder) Problem {
+func decodeProblem(t testing.TB, w *httptest.ResponseRecorder) problem.Problem {
 	t.Helper()
 	if ct := w.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("Content-Type = %q, want application/problem+json (body %s)", ct, w.Body)
 	}
-	var p Problem
+	var p problem.Problem
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatalf("decoding the problem: %v", err)
 	}
@@ -430,7 +431,7 @@ func TestServeHTTPRejections(t *testing.T) {
 			} else {
 				p := decodeProblem(t, w)
 				code = p.Code
-				if p.Status != tt.status || p.Type != problemTypePrefix+tt.code || p.Title == "" {
+				if p.Status != tt.status || p.Type != problem.TypePrefix+tt.code || p.Title == "" {
 					t.Errorf("problem = %+v", p)
 				}
 			}

@@ -54,11 +54,11 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		{"bad partner name", func(h *Handler) { h.Partners["Demo!"] = &Partner{Issuer: "i", Audience: "b", JWKSFile: jwks} }, `partner name "Demo!"`},
 		// Probe finding 7: a token would be accepted once at each partner of the pair.
 		{"shared issuer and audience", func(h *Handler) { h.Partners["other"] = good() }, `partners demo and other have the same issuer "i" and audience "a"`},
-		{"bad errors mode", func(h *Handler) { h.Errors = "silent" }, `errors "silent"`},
-		{"bad header prefix", func(h *Handler) { h.HeaderPrefix = "X Partner" }, "header_prefix"},
+		{"bad errors mode", func(h *Handler) { h.Errors = "silent" }, `errors "silent": want respond or handle_errors`},
+		{"bad header prefix", func(h *Handler) { h.HeaderPrefix = "X:Bad" }, `header_prefix "X:Bad": want a header name prefix of letters, digits and '-', such as X-Partner-`},
 		{"short secret", func(h *Handler) { h.UpstreamSecret = "short" }, "upstream_secret: shorter than 32 bytes"},
 		{"unset secret variable", func(h *Handler) { h.UpstreamSecret = "{env.PARTNERGATE_TEST_UNSET_SECRET}" }, "upstream_secret"},
-		{"negative body size", func(h *Handler) { h.MaxBodySize = -1 }, "max_body_size"},
+		{"negative body size", func(h *Handler) { h.MaxBodySize = -1 }, "max_body_size -1: want a size above 0 bytes, such as 8KiB or 8192"},
 		{"body size over the token limit", func(h *Handler) { h.MaxBodySize = 16<<10 + 1 }, "max_body_size 16385: at most 16384 bytes (16 KiB), the longest token the verifier reads"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,207 @@
+// Package problem holds the stable rejection codes of the link flow, their titles and HTTP
+// statuses, and the RFC 9457 problem document that carries them, as JSON and as the one
+// HTML page a person sees. The gateway and the app service both answer with it, so a code
+// means the same thing, and looks the same, wherever a link fails.
+//
+// The package imports only the standard library: every other partnergate package may
+// import it.
+package problem
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"net/http"
+)
+
+// Code is a stable machine-readable rejection code. Codes are part of the public interface:
+// partners and operators match on them, so a code is never renamed.
+type Code string
+
+// The gateway's codes. The token verifier's own (token_malformed, signature_invalid, ...)
+// are linktoken's constants; their titles and statuses are in this package's table.
+const (
+	CodeNotFound              Code = "not_found"                // the path is not /partner/{name}/url or /payload
+	CodePartnerUnknown        Code = "partner_unknown"          // no partner of that name is configured
+	CodeMethodNotAllowed      Code = "method_not_allowed"       // not a POST
+	CodeUnsupportedMediaType  Code = "unsupported_media_type"   // wrong Content-Type for the endpoint
+	CodeBodyTooLarge          Code = "body_too_large"           // over max_body_size
+	CodeBodyUnreadable        Code = "body_unreadable"          // the client stopped sending the body
+	CodeTokenMissing          Code = "token_missing"            // empty body, or no payload field
+	CodeTokenDuplicated       Code = "token_duplicated"         // more than one payload field
+	CodeTokenInQuery          Code = "token_in_query"           // a payload field in the URL's query
+	CodeTokenReplayed         Code = "token_replayed"           // the nonce was claimed before
+	CodeTokenBeforeStoreStart Code = "token_before_store_start" // acceptable before the nonce store's memory begins
+	CodeNonceStoreUnavailable Code = "nonce_store_unavailable"  // the nonce store failed
+	CodeNonceStoreFull        Code = "nonce_store_full"         // the nonce store has no room; retry shortly
+	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
+)
+
+// The app service's codes. It also answers not_found, method_not_allowed and
+// internal_error, in the gateway's sense.
+const (
+	CodePayloadInvalid     Code = "payload_invalid"            // the verifier's too: the claims do not hold a valid payload
+	CodeAssertionInvalid   Code = "gateway_assertion_invalid"  // no valid gateway assertion: not from the gateway
+	CodeAssertionReplayed  Code = "gateway_assertion_replayed" // a valid assertion seen before: a replayed request
+	CodeLoginCodeInvalid   Code = "login_code_invalid"
+	CodeLoginCodeUsed      Code = "login_code_used"
+	CodeLoginCodeExpired   Code = "login_code_expired"
+	CodeCSRFInvalid        Code = "csrf_invalid"
+	CodeCredentialsInvalid Code = "credentials_invalid" // a log outcome only: the sign-in page itself says so
+)
+
+// kind is a code's title (RFC 9457: the same for every occurrence of the code) and status.
+type kind struct {
+	title  string
+	status int
+}
+
+// kinds gives every code its title and status. The statuses follow one rule: 400 for a
+// request or token that is not well formed whatever the keys; 401 for a well-formed token
+// that does not authenticate (signature, key, algorithm, issuer, audience, time window);
+// 403 for an authentic token of a kind the partner may not send; 409 for a replay (the
+// token was good once; a new one is needed, and retrying this one never helps) and for a
+// token the replay store cannot vouch for; 503 with Retry-After for a dependency of the
+// gateway that failed, so the token itself may succeed later.
+//
+// The verifier's codes are spelled as strings until their constants move here from
+// linktoken; a test checks that every linktoken code has its row.
+var kinds = map[Code]kind{
+	CodeNotFound:             {"Not a partner link endpoint", http.StatusNotFound},
+	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
+	CodeMethodNotAllowed:     {"Method not allowed", http.StatusMethodNotAllowed},
+	CodeUnsupportedMediaType: {"Unsupported media type", http.StatusUnsupportedMediaType},
+	CodeBodyTooLarge:         {"Request body too large", http.StatusRequestEntityTooLarge},
+	CodeBodyUnreadable:       {"Request body unreadable", http.StatusBadRequest},
+	CodeTokenMissing:         {"Token missing", http.StatusBadRequest},
+	CodeTokenDuplicated:      {"Token given more than once", http.StatusBadRequest},
+	CodeTokenInQuery:         {"Token in the URL", http.StatusBadRequest},
+	CodeTokenReplayed:        {"Token already used", http.StatusConflict},
+	// The store lost its memory (a Redis restarted empty) after this token became
+	// acceptable, so it may have been used and forgotten. The refusal is final for this
+	// token, as a replay's is: 409, a conflict with the store's state. Not 503, whose
+	// Retry-After invites sending the same token again, which can never succeed; not 401,
+	// because the token is authentic and within its time window. A freshly signed token
+	// succeeds once the store's memory covers it (leeway + 5s after the loss).
+	CodeTokenBeforeStoreStart: {"Token older than the replay store's memory", http.StatusConflict},
+	CodeNonceStoreUnavailable: {"Replay protection unavailable", http.StatusServiceUnavailable},
+	CodeNonceStoreFull:        {"Replay protection at capacity", http.StatusServiceUnavailable},
+	CodeInternal:              {"Internal error", http.StatusInternalServerError},
+
+	"token_malformed":       {"Token malformed", http.StatusBadRequest},
+	"header_invalid":        {"Token header invalid", http.StatusBadRequest},
+	"algorithm_not_allowed": {"Algorithm not allowed", http.StatusUnauthorized},
+	"key_id_missing":        {"Key id missing", http.StatusBadRequest},
+	"key_unknown":           {"Unknown key", http.StatusUnauthorized},
+	"keys_unavailable":      {"Partner keys unavailable", http.StatusServiceUnavailable},
+	"signature_invalid":     {"Signature invalid", http.StatusUnauthorized},
+	"claims_invalid":        {"Claims invalid", http.StatusBadRequest},
+	"issuer_invalid":        {"Issuer invalid", http.StatusUnauthorized},
+	"audience_invalid":      {"Audience invalid", http.StatusUnauthorized},
+	"lifetime_too_long":     {"Token lifetime too long", http.StatusBadRequest},
+	"token_not_yet_valid":   {"Token not yet valid", http.StatusUnauthorized},
+	"token_expired":         {"Token expired", http.StatusUnauthorized},
+	"nonce_missing":         {"Nonce missing", http.StatusBadRequest},
+	"nonce_invalid":         {"Nonce invalid", http.StatusBadRequest},
+	CodePayloadInvalid:      {"Payload invalid", http.StatusBadRequest},
+	"kind_not_allowed":      {"Link kind not allowed", http.StatusForbidden},
+
+	CodeAssertionInvalid:  {"Not forwarded by the gateway", http.StatusForbidden},
+	CodeAssertionReplayed: {"Request already processed", http.StatusConflict},
+	CodeLoginCodeInvalid:  {"Link not valid", http.StatusBadRequest},
+	CodeLoginCodeUsed:     {"Link already used", http.StatusGone},
+	CodeLoginCodeExpired:  {"Link expired", http.StatusGone},
+	CodeCSRFInvalid:       {"Form expired", http.StatusForbidden},
+}
+
+// Status is the HTTP status of a code: 400 for a code without a row, since a verifier code
+// added later is a token that is not well formed until it is given one.
+func Status(c Code) int {
+	if k, ok := kinds[c]; ok {
+		return k.status
+	}
+	return http.StatusBadRequest
+}
+
+// Title is the short human summary of a code.
+func Title(c Code) string {
+	if k, ok := kinds[c]; ok {
+		return k.title
+	}
+	return "Link rejected"
+}
+
+// TypePrefix makes a code an RFC 9457 problem type URI. A URN, because a type must not
+// change while documentation moves; the README lists every code.
+const TypePrefix = "urn:partnergate:problem:"
+
+// FieldError names one failing field by its JSON path ("contact.firstname") and says why,
+// without echoing the value: the value may be personal data.
+type FieldError struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// Problem is a rejection as RFC 9457 describes it, with the code, the failing fields and
+// the request id as extension members.
+type Problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Code      string       `json:"code"`
+	Fields    []FieldError `json:"fields,omitempty"`
+	RequestID string       `json:"request_id,omitempty"`
+}
+
+// New is the problem of code c with its title and status. detail must be safe to show and
+// to log: never a token, a payload value or an identity number.
+func New(c Code, detail string) Problem {
+	return Problem{Type: TypePrefix + string(c), Title: Title(c), Status: Status(c), Detail: detail, Code: string(c)}
+}
+
+// WriteJSON answers p as application/problem+json.
+func WriteJSON(w http.ResponseWriter, p Problem) error {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, err = w.Write(body)
+	return err
+}
+
+//go:embed page.html
+var pageFS embed.FS
+
+// page is page.html on its own: the standalone page with its inline style.
+var page = template.Must(template.ParseFS(pageFS, "page.html"))
+
+// WritePage answers p as the standalone HTML page, for a person in the tab or iframe that
+// posted a link. html/template escapes every value; the page has no script, and its CSP
+// allows nothing but the inline style.
+func WritePage(w http.ResponseWriter, p Problem) error {
+	var buf bytes.Buffer
+	if err := page.ExecuteTemplate(&buf, "problem", p); err != nil {
+		return err
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(p.Status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// ParsePage adds the page to t as the template "problem", for a service that shows it
+// inside its own layout. The page's blocks problem_head (given the title), problem_detail
+// and problem_foot hold the standalone page's parts; t replaces them by defining them
+// again in templates parsed after this call.
+func ParsePage(t *template.Template) (*template.Template, error) {
+	return t.ParseFS(pageFS, "page.html")
+}

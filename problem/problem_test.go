@@ -1,0 +1,160 @@
+package problem_test
+
+import (
+	"encoding/json"
+	"html/template"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/problem"
+)
+
+func TestStatus(t *testing.T) {
+	tests := map[problem.Code]int{
+		problem.CodePartnerUnknown:                      404,
+		problem.CodeNotFound:                            404,
+		problem.CodeMethodNotAllowed:                    405,
+		problem.CodeUnsupportedMediaType:                415,
+		problem.CodeBodyTooLarge:                        413,
+		problem.CodeTokenMissing:                        400,
+		problem.CodeTokenDuplicated:                     400,
+		problem.Code(linktoken.CodeTokenMalformed):      400,
+		problem.Code(linktoken.CodeHeaderInvalid):       400,
+		problem.Code(linktoken.CodeClaimsInvalid):       400,
+		problem.Code(linktoken.CodePayloadInvalid):      400,
+		problem.Code(linktoken.CodeLifetimeTooLong):     400,
+		problem.Code(linktoken.CodeSignatureInvalid):    401,
+		problem.Code(linktoken.CodeKeyUnknown):          401,
+		problem.Code(linktoken.CodeTokenExpired):        401,
+		problem.Code(linktoken.CodeAlgorithmNotAllowed): 401,
+		problem.Code(linktoken.CodeKindNotAllowed):      403,
+		problem.CodeTokenReplayed:                       409,
+		problem.CodeTokenBeforeStoreStart:               409,
+		problem.Code(linktoken.CodeKeysUnavailable):     503,
+		problem.CodeNonceStoreUnavailable:               503,
+		problem.CodeNonceStoreFull:                      503,
+		problem.CodeInternal:                            500,
+		problem.CodeAssertionInvalid:                    403,
+		problem.CodeAssertionReplayed:                   409,
+		problem.CodeLoginCodeInvalid:                    400,
+		problem.CodeLoginCodeUsed:                       410,
+		problem.CodeLoginCodeExpired:                    410,
+		problem.CodeCSRFInvalid:                         403,
+	}
+	for code, want := range tests {
+		if got := problem.Status(code); got != want {
+			t.Errorf("Status(%q) = %d, want %d", code, got, want)
+		}
+	}
+}
+
+// TestEveryCodeHasATitle covers the verifier's codes too, which the table spells as strings
+// until their constants move into this package.
+func TestEveryCodeHasATitle(t *testing.T) {
+	for _, c := range []problem.Code{
+		problem.CodeNotFound, problem.CodePartnerUnknown, problem.CodeMethodNotAllowed,
+		problem.CodeUnsupportedMediaType, problem.CodeBodyTooLarge, problem.CodeBodyUnreadable,
+		problem.CodeTokenMissing, problem.CodeTokenDuplicated, problem.CodeTokenInQuery,
+		problem.CodeTokenReplayed, problem.CodeTokenBeforeStoreStart,
+		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull, problem.CodeInternal,
+		problem.CodeAssertionInvalid, problem.CodeAssertionReplayed, problem.CodeLoginCodeInvalid,
+		problem.CodeLoginCodeUsed, problem.CodeLoginCodeExpired, problem.CodeCSRFInvalid,
+		problem.Code(linktoken.CodeTokenMalformed), problem.Code(linktoken.CodeHeaderInvalid),
+		problem.Code(linktoken.CodeAlgorithmNotAllowed), problem.Code(linktoken.CodeKeyIDMissing),
+		problem.Code(linktoken.CodeKeyUnknown), problem.Code(linktoken.CodeKeysUnavailable),
+		problem.Code(linktoken.CodeSignatureInvalid), problem.Code(linktoken.CodeClaimsInvalid),
+		problem.Code(linktoken.CodeIssuerInvalid), problem.Code(linktoken.CodeAudienceInvalid),
+		problem.Code(linktoken.CodeLifetimeTooLong), problem.Code(linktoken.CodeTokenNotYetValid),
+		problem.Code(linktoken.CodeTokenExpired), problem.Code(linktoken.CodeNonceMissing),
+		problem.Code(linktoken.CodeNonceInvalid), problem.Code(linktoken.CodePayloadInvalid),
+		problem.Code(linktoken.CodeKindNotAllowed),
+	} {
+		if problem.Title(c) == "Link rejected" {
+			t.Errorf("Title(%q) has no title of its own", c)
+		}
+	}
+}
+
+// TestJSONShape pins the document's bytes: partners parse it.
+func TestJSONShape(t *testing.T) {
+	p := problem.New(problem.Code(linktoken.CodePayloadInvalid), "the payload is not valid")
+	p.Fields = []problem.FieldError{{Field: "contact.firstname", Reason: "missing"}}
+	p.RequestID = "r1"
+	w := httptest.NewRecorder()
+	if err := problem.WriteJSON(w, p); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"urn:partnergate:problem:payload_invalid","title":"Payload invalid","status":400,"detail":"the payload is not valid","code":"payload_invalid","fields":[{"field":"contact.firstname","reason":"missing"}],"request_id":"r1"}`
+	if got := w.Body.String(); got != want {
+		t.Errorf("WriteJSON = %s, want %s", got, want)
+	}
+	if w.Code != 400 || w.Header().Get("Content-Type") != "application/problem+json" || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("status %d, headers %v; want 400 problem+json nosniff", w.Code, w.Header())
+	}
+	var back problem.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &back); err != nil || back.Code != "payload_invalid" {
+		t.Errorf("decoding = %+v, %v", back, err)
+	}
+}
+
+func TestPageEscapes(t *testing.T) {
+	w := httptest.NewRecorder()
+	p := problem.Problem{
+		Type: problem.TypePrefix + "payload_invalid", Title: "Payload invalid", Status: 400,
+		Detail:    `<script>alert(1)</script>`,
+		Code:      "payload_invalid",
+		Fields:    []problem.FieldError{{Field: `contact."><img src=x>`, Reason: "<b>bad</b>"}},
+		RequestID: `"><svg onload=alert(1)>`,
+	}
+	if err := problem.WritePage(w, p); err != nil {
+		t.Fatal(err)
+	}
+	body := w.Body.String()
+	for _, bad := range []string{"<script", "<img", "<svg", "<b>"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("page contains unescaped %q:\n%s", bad, body)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;", "payload_invalid", "Payload invalid", "<style>", "The link could not be opened: "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for k, want := range map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+	} {
+		if got := w.Header().Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if w.Code != 400 {
+		t.Errorf("status = %d, want 400", w.Code)
+	}
+}
+
+// TestParsePageInLayout shows the page inside a service's layout: the service's
+// problem_head, problem_detail and problem_foot replace the standalone parts.
+func TestParsePageInLayout(t *testing.T) {
+	tmpl := template.Must(problem.ParsePage(template.New("")))
+	template.Must(tmpl.Parse(`{{define "problem_head"}}<main title="{{.}}">{{end}}` +
+		`{{define "problem_detail"}}<p class="error">{{.Detail}}</p>{{end}}{{define "problem_foot"}}</main>{{end}}`))
+	var b strings.Builder
+	p := problem.New(problem.CodeLoginCodeUsed, "Used already.")
+	if err := tmpl.ExecuteTemplate(&b, "problem", p); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{`<main title="Link already used">`, `<p class="error">Used already.</p>`, "Error code <code>login_code_used</code> (HTTP 410)", "</main>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("page lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "<style>") || strings.Contains(got, "could not be opened") {
+		t.Errorf("page keeps a standalone part:\n%s", got)
+	}
+}
