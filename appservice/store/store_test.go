@@ -134,10 +134,9 @@ func TestOpenSQLitePathNeedsNoEscaping(t *testing.T) {
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	ctx := context.Background()
 	first, url := openPostgres(t, newClock()) // a fresh database, dropped after the test
-	for _, stmt := range []string{"DROP TABLE used_requests, sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"} {
-		if _, err := first.db.Exec(stmt); err != nil {
-			t.Fatalf("emptying the database: %v", err)
-		}
+	const empty = "DROP SCHEMA public CASCADE; CREATE SCHEMA public"
+	if _, err := first.db.Exec(empty); err != nil {
+		t.Fatalf("emptying the database: %v", err)
 	}
 	for round := 0; round < 3; round++ {
 		errs := make(chan error, 6)
@@ -161,7 +160,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			}
 		}
 		if round < 2 {
-			if _, err := first.db.Exec("DROP TABLE used_requests, sessions, login_codes, links, employees, contacts, accounts, organizations, schema_migrations CASCADE"); err != nil {
+			if _, err := first.db.Exec(empty); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -212,13 +211,13 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open #%d = %v", i+1, err)
 		}
-		ms, err := loadMigrations()
+		_, names, err := s.gooseMigrations()
 		if err != nil {
 			t.Fatal(err)
 		}
 		v, err := s.SchemaVersion(context.Background())
-		if err != nil || v != ms[len(ms)-1].version {
-			t.Errorf("SchemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, ms[len(ms)-1].version)
+		if err != nil || v != len(names) {
+			t.Errorf("SchemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, len(names))
 		}
 		var mode string
 		queryRow(t, s, "PRAGMA journal_mode", nil, &mode)
@@ -241,8 +240,8 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 			s := b.open(t, newClock())
 
 			first := mustResolve(t, s, mainLink("e1", "org1", "c1"))
-			if !first.ContactCreated {
-				t.Errorf("first link: ContactCreated = false, want true")
+			if !first.PersonCreated {
+				t.Errorf("first link: PersonCreated = false, want true")
 			}
 
 			t.Run("organization name kept current", func(t *testing.T) {
@@ -273,12 +272,12 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l.Payload.Contact.Lastname = "Nordmann-Berg"
 				l.Payload.Contact.SSN = "010190 12345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID || r.ContactCreated {
-					t.Errorf("contact = %d (created %v), want %d (not created)", r.ContactID, r.ContactCreated, first.ContactID)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person = %d (created %v), want %d (not created)", r.PersonID, r.PersonCreated, first.PersonID)
 				}
-				c, err := s.contact(ctx, s.db, r.ContactID)
+				c, err := s.Person(ctx, r.OrganizationID, r.PersonID)
 				if err != nil || c.Lastname != "Nordmann-Berg" {
-					t.Errorf("contact lastname = %q, %v, want %q", c.Lastname, err, "Nordmann-Berg")
+					t.Fatalf("person = %+v, %v, want lastname %q", c, err, "Nordmann-Berg")
 				}
 			})
 
@@ -286,12 +285,12 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c1-new")
 				l.Payload.Contact.SSN = "010190-12345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID || r.ContactCreated {
-					t.Errorf("contact = %d (created %v), want %d found by ssn", r.ContactID, r.ContactCreated, first.ContactID)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person = %d (created %v), want %d found by ssn", r.PersonID, r.PersonCreated, first.PersonID)
 				}
-				c, _ := s.contact(ctx, s.db, r.ContactID)
-				if c.PartnerID != "c1-new" {
-					t.Errorf("contact partner id = %q, want the latest %q", c.PartnerID, "c1-new")
+				c, err := s.Person(ctx, r.OrganizationID, r.PersonID)
+				if err != nil || strings.Join(c.PartnerIDs, ",") != "c1,c1-new" {
+					t.Errorf("person partner ids = %+v, %v, want c1 and the new c1-new", c, err)
 				}
 			})
 
@@ -300,17 +299,22 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c1-newer")
 				l.Payload.Contact.SSN = "01019012345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID {
-					t.Errorf("contact = %d, want %d found by the kept ssn hash", r.ContactID, first.ContactID)
+				if r.PersonID != first.PersonID {
+					t.Errorf("person = %d, want %d found by the kept ssn hash", r.PersonID, first.PersonID)
 				}
 			})
 
-			t.Run("ssn matches only within the organization", func(t *testing.T) {
+			t.Run("ssn matches across the partner's organizations, not across partners", func(t *testing.T) {
 				l := mainLink("e1", "org2", "c9")
 				l.Payload.Contact.SSN = "01019012345"
 				r := mustResolve(t, s, l)
-				if r.ContactID == first.ContactID || !r.ContactCreated {
-					t.Errorf("contact in org2 = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person in org2 = %d (created %v), want %d of org1", r.PersonID, r.PersonCreated, first.PersonID)
+				}
+				l.Partner = "other"
+				r = mustResolve(t, s, l)
+				if r.PersonID == first.PersonID || !r.PersonCreated {
+					t.Errorf("person of partner other = %d (created %v), want a new person", r.PersonID, r.PersonCreated)
 				}
 			})
 
@@ -318,13 +322,13 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c2")
 				l.Payload.Contact.SSN = "999"
 				r := mustResolve(t, s, l)
-				if !r.ContactCreated || r.ContactID == first.ContactID {
-					t.Errorf("contact = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				if !r.PersonCreated || r.PersonID == first.PersonID {
+					t.Errorf("person = %d (created %v), want a new person", r.PersonID, r.PersonCreated)
 				}
 			})
 
 			t.Run("ssn never stored in clear", func(t *testing.T) {
-				rows, err := s.db.Query("SELECT * FROM contacts")
+				rows, err := s.db.Query("SELECT * FROM persons")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -348,7 +352,7 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 							str = string(v)
 						}
 						if strings.Contains(str, "12345") {
-							t.Errorf("contacts.%s holds the identity number in clear", cols[i])
+							t.Errorf("persons.%s holds the identity number in clear", cols[i])
 						}
 					}
 				}
@@ -398,7 +402,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 				t.Fatalf("SignIn(by e-mail) = %v", err)
 			}
 			// Signing in does not link: the person confirms first (login CSRF).
-			if !in.Session.ConfirmLink || in.Session.Account == nil || in.Session.Employee == nil || in.Session.Contact == nil || in.Session.Contact.Firstname != "Ola" {
+			if !in.Session.ConfirmLink || in.Session.Account == nil || in.Session.Employee == nil || in.Session.Person == nil || in.Session.Person.Firstname != "Ola" {
 				t.Fatalf("SignIn session = %+v, want one asking to confirm the link, with the contact in focus", in.Session)
 			}
 			if again := mustResolve(t, s, mainLink("e1", "org1", "c1")); again.AccountID != 0 {
@@ -412,7 +416,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 				t.Errorf("ConfirmLink(settled) = %v, want ErrNoSession", err)
 			}
 			in.Session, err = s.Session(ctx, in.Token)
-			if err != nil || in.Session.ConfirmLink || in.Session.Contact == nil {
+			if err != nil || in.Session.ConfirmLink || in.Session.Person == nil {
 				t.Fatalf("session after confirming = %+v, %v, want signed in with the contact in focus", in.Session, err)
 			}
 			if in.Session.Organization == nil || in.Session.Organization.Name != "North Clinic" || in.Session.CaseID != "case-7" {
@@ -459,7 +463,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 					t.Errorf("employee account = %d, want %d", acct, first.Session.Account.ID)
 				}
 				sess, err := s.Session(ctx, other.Token)
-				if err != nil || sess.ConfirmLink || sess.Employee != nil || sess.Contact != nil {
+				if err != nil || sess.ConfirmLink || sess.Employee != nil || sess.Person != nil {
 					t.Errorf("second account's session = %+v, %v, want signed in without the link's employee and contact", sess, err)
 				}
 			})
@@ -475,7 +479,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 					t.Fatalf("ConfirmLink(decline) = %v, %v, want not linked", linked, err)
 				}
 				sess, err := s.Session(ctx, in.Token)
-				if err != nil || sess.Account == nil || sess.ConfirmLink || sess.Employee != nil || sess.Organization != nil || sess.Contact != nil {
+				if err != nil || sess.Account == nil || sess.ConfirmLink || sess.Employee != nil || sess.Organization != nil || sess.Person != nil {
 					t.Errorf("session after declining = %+v, %v, want signed in with nothing of the link", sess, err)
 				}
 				if again := mustResolve(t, s, mainLink("e3", "org1", "c1")); again.AccountID != 0 {
@@ -533,7 +537,7 @@ func TestResolveRollsBack(t *testing.T) {
 						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
 					}
 				}
-				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes", "used_requests"} {
+				for _, table := range []string{"organizations", "persons", "person_identities", "person_organizations", "employees", "accounts", "memberships", "links", "login_codes", "used_requests"} {
 					if n := count(t, s, table); n != 0 {
 						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
 					}
@@ -643,7 +647,7 @@ func TestConcurrentFirstLinks(t *testing.T) {
 					t.Errorf("concurrent ResolveLink = %v, want nil", err)
 				}
 			}
-			for table, want := range map[string]int{"organizations": 1, "contacts": 1, "employees": 1, "accounts": 1, "links": 8} {
+			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_identities": 1, "person_organizations": 1, "employees": 1, "accounts": 1, "links": 8} {
 				if n := count(t, s, table); n != want {
 					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
 				}
