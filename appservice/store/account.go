@@ -104,6 +104,18 @@ RETURNING id`), now, now).Scan(&org); err != nil {
 	return created, err
 }
 
+// InstructorHome returns the instructor account with username and the organization of its
+// most recent membership, where a password sign-in lands; ErrNotFound when there is none.
+func (s *Store) InstructorHome(ctx context.Context, username string) (accountID, orgID int64, err error) {
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT a.id, m.organization_id FROM accounts a JOIN memberships m ON m.account_id = a.id
+WHERE a.username = ? AND a.role = ? ORDER BY m.created_at DESC, m.organization_id DESC LIMIT 1`),
+		strings.ToLower(strings.TrimSpace(username)), RoleInstructor).Scan(&accountID, &orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, ErrNotFound
+	}
+	return accountID, orgID, err
+}
+
 // addMembership makes account an instructor of org; an existing membership stays as it is.
 func (s *Store) addMembership(ctx context.Context, tx *sql.Tx, account, org, now int64) error {
 	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO memberships (account_id, organization_id, role, created_at)
