@@ -28,8 +28,9 @@ import (
 //
 // On PostgreSQL a session advisory lock, taken before the version table is created, keeps
 // app service instances starting at once from applying a migration twice (two concurrent
-// CREATE TABLE IF NOT EXISTS of one table can both pass the check); on SQLite the IMMEDIATE
-// transactions serialize writers.
+// CREATE TABLE IF NOT EXISTS of one table can both pass the check); on SQLite, where goose
+// has no lock, each migration's IMMEDIATE transaction checks again that no other instance
+// applied it meanwhile.
 func (s *Store) migrate(ctx context.Context) error {
 	p, err := s.provider()
 	if err != nil {
@@ -80,6 +81,12 @@ func (s *Store) gooseMigrations() ([]*goose.Migration, map[int64]string, error) 
 		names[v] = name
 		text := string(b)
 		out = append(out, goose.NewGoMigration(v, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			// Another instance may have applied it since goose listed the versions: on
+			// SQLite nothing but this IMMEDIATE transaction orders the two.
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
 			for _, stmt := range splitStatements(s.expand(text)) {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("%s: %w", name, err)
@@ -144,8 +151,8 @@ func (v *versionTable) Insert(ctx context.Context, db database.DBTxConn, req dat
 	if req.Version == 0 {
 		name = "goose version table"
 	}
-	_, err := db.ExecContext(ctx, v.s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
-		req.Version, name, v.s.now())
+	_, err := db.ExecContext(ctx, v.s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)
+ON CONFLICT (version) DO NOTHING`), req.Version, name, v.s.now())
 	return err
 }
 

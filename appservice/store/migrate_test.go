@@ -175,3 +175,24 @@ VALUES ('demo', 'go', 'x', 'x', 1, 999, '', 1)`)); err == nil {
 		})
 	}
 }
+
+// TestConcurrentOpenSQLite: app service instances starting at once on one fresh SQLite file
+// all come up; a migration another instance applied meanwhile is skipped.
+func TestConcurrentOpenSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			s, err := Open(context.Background(), path, Options{SSNKey: testKey})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Open = %v", err)
+		}
+	}
+}
