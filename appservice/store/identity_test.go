@@ -204,3 +204,36 @@ func TestSignInLandsInMembership(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateInstructorForPendingRollsBack(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			ex, err := s.ExchangeCode(ctx, mustResolve(t, s, mainLink("e1", "org1", "c1")).Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boom := errors.New("injected failure")
+			s.hook = func(name string) error {
+				if name == "account" {
+					return boom
+				}
+				return nil
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "ida@partner.example", "Ida", "pw"); !errors.Is(err, boom) {
+				t.Fatalf("CreateInstructorForPending = %v, want the injected failure", err)
+			}
+			s.hook = nil
+			if n := count(t, s, "accounts"); n != 0 {
+				t.Errorf("accounts after a failure = %d, want 0", n)
+			}
+			if sess, err := s.Session(ctx, ex.Token); err != nil || !sess.Pending {
+				t.Errorf("pending session after a failure = %+v, %v, want it kept", sess, err)
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "ida@partner.example", "Ida", "pw"); err != nil {
+				t.Errorf("CreateInstructorForPending after the failure = %v", err)
+			}
+		})
+	}
+}

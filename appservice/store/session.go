@@ -252,7 +252,9 @@ FROM sessions WHERE token_hash = ? AND expires_at > ?`),
 		sess.Organization = o
 	}
 	if personID.Valid && orgID.Valid {
-		if sess.Person, err = s.readPerson(ctx, q, orgID.Int64, personID.Int64); err != nil {
+		// A person the organization does not know is no person in focus: never another
+		// organization's view of them.
+		if sess.Person, err = s.readPerson(ctx, q, orgID.Int64, personID.Int64); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	}
