@@ -1,5 +1,8 @@
-// Package store is the app service's database: the identity model (organizations, contacts,
-// employees, accounts), the link records, one-time login codes and server-side sessions.
+// Package store is the app service's database: the identity model (organizations, persons
+// and their partner identities, employees, accounts, memberships), the link records, one-time
+// login codes, server-side sessions, and the application's exercises, workout plans and case
+// exports. Every application operation takes the session's organization and answers
+// ErrNotFound for ids of another.
 //
 // It runs on SQLite (modernc.org/sqlite, pure Go: the embedded default, one file in a data
 // folder) and on PostgreSQL (pgx) with the same SQL; the few dialect differences are spelled
