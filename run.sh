@@ -128,7 +128,7 @@ logs="$demo/logs"
 mkdir -p "$logs"
 bin/appservice -listen "127.0.0.1:$app_port" -db "$data/appservice.db" -secret-file "$data/app.secret" \
 	-public-url "$gateway" -frame-ancestors "'self' http://localhost:* http://127.0.0.1:*" \
-	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" \
+	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data \
 	2>>"$logs/appservice.log" &
 pids+=($!)
 ./caddy run --config "$config" --adapter caddyfile 2>>"$logs/caddy.log" &

@@ -48,6 +48,10 @@ type Config struct {
 	// username. When its password is empty and the account must be created, a random one is
 	// made and written to Stdout once.
 	Instructor Instructor
+	// DemoData seeds demo persons and workout plans into the first instructor's organization
+	// at start (store.SeedDemo, once per organization), so that ./run.sh shows a populated
+	// application. Off by default.
+	DemoData bool
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
@@ -113,6 +117,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := ensureInstructor(ctx, st, cfg); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if cfg.DemoData && cfg.Instructor.Username != "" {
+		if err := seedDemo(ctx, st, cfg.Instructor.Username); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("seeding demo data: %w", err)
+		}
 	}
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
@@ -208,6 +218,16 @@ func loadOrCreateSecret(path string, log *slog.Logger) ([]byte, error) {
 	}
 	log.Info("generated the app secret; keep it: the ssn hashes depend on it", "path", path)
 	return []byte(secret), nil
+}
+
+// seedDemo seeds the demo data into the organization where the instructor's password
+// sign-in lands, owned by the instructor.
+func seedDemo(ctx context.Context, st *store.Store, username string) error {
+	account, org, err := st.InstructorHome(ctx, username)
+	if err != nil {
+		return err
+	}
+	return st.SeedDemo(ctx, org, account)
 }
 
 func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {

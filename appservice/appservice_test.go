@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/partnergate/partnergate/appservice/store"
 )
 
 func TestStartFirstRun(t *testing.T) {
@@ -54,6 +56,38 @@ func TestStartFirstRun(t *testing.T) {
 	s.Shutdown(context.Background())
 	if out.Len() != 0 {
 		t.Errorf("second start printed %q, want nothing: the account exists", out.String())
+	}
+}
+
+// TestStartSeedsDemoData: with DemoData the instructor's organization has demo persons and
+// plans after the first start, and a second start adds nothing.
+func TestStartSeedsDemoData(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{
+		Listen:         "127.0.0.1:0",
+		Database:       filepath.Join(dir, "app.db"),
+		SecretFile:     filepath.Join(dir, "app.secret"),
+		UpstreamSecret: "0123456789abcdef0123456789abcdef",
+		Instructor:     Instructor{Username: "instructor", Password: "pw"},
+		DemoData:       true,
+		Stdout:         io.Discard,
+	}
+	for start := 1; start <= 2; start++ {
+		s, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("Start #%d = %v", start, err)
+		}
+		ctx := context.Background()
+		_, org, err := s.store.InstructorHome(ctx, "instructor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		persons, err1 := s.store.Persons(ctx, org, "", 0)
+		plans, err2 := s.store.Workouts(ctx, org, store.WorkoutQuery{})
+		if err1 != nil || err2 != nil || len(persons) != 3 || len(plans) != 4 {
+			t.Errorf("after start #%d: %d persons (%v), %d plans (%v), want 3 and 4", start, len(persons), err1, len(plans), err2)
+		}
+		s.Shutdown(ctx)
 	}
 }
 

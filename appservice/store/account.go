@@ -62,32 +62,76 @@ func checkPassword(hash, password string) bool {
 var dummyHash, _ = hashPassword("partnergate-dummy")
 
 // EnsureInstructor creates an instructor account with username (stored lower case), unless
-// one with that username exists; an existing account's password is never overwritten. It
-// reports whether it created the account.
+// one with that username exists; an existing account's password is never overwritten. An
+// instructor without any organization becomes a member of the local "Demo clinic", so that
+// a password sign-in lands somewhere without a partner link. It reports whether it created
+// the account.
 func (s *Store) EnsureInstructor(ctx context.Context, username, email, displayName, password string) (bool, error) {
 	username = strings.ToLower(strings.TrimSpace(username))
 	if username == "" || password == "" {
 		return false, errors.New("instructor needs a username and a password")
 	}
-	var n int
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = ?`), username).Scan(&n); err != nil {
-		return false, err
-	}
-	if n > 0 {
-		return false, nil
-	}
 	hash, err := hashPassword(password)
 	if err != nil {
 		return false, err
 	}
-	now := s.now()
-	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO accounts (role, username, email, display_name, password_hash, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (username) DO NOTHING`), RoleInstructor, username, strings.TrimSpace(email), displayName, hash, now, now)
-	if err != nil {
-		return false, err
+	created := false
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		var id int64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE username = ?`), username).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			created = true
+			err = tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, username, email, display_name, password_hash, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), RoleInstructor, username, strings.TrimSpace(email), displayName, hash, now, now).Scan(&id)
+		}
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM memberships WHERE account_id = ?`), id).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		var org int64
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO organizations (partner, partner_org_id, name, created_at, updated_at)
+VALUES ('', 'local', 'Demo clinic', ?, ?)
+ON CONFLICT (partner, partner_org_id) DO UPDATE SET updated_at = organizations.updated_at
+RETURNING id`), now, now).Scan(&org); err != nil {
+			return err
+		}
+		return s.addMembership(ctx, tx, id, org, now)
+	})
+	return created, err
+}
+
+// InstructorHome returns the instructor account with username and the organization of its
+// most recent membership, where a password sign-in lands; ErrNotFound when there is none.
+func (s *Store) InstructorHome(ctx context.Context, username string) (accountID, orgID int64, err error) {
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT a.id, m.organization_id FROM accounts a JOIN memberships m ON m.account_id = a.id
+WHERE a.username = ? AND a.role = ? ORDER BY m.created_at DESC, m.organization_id DESC LIMIT 1`),
+		strings.ToLower(strings.TrimSpace(username)), RoleInstructor).Scan(&accountID, &orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, ErrNotFound
 	}
-	created, err := res.RowsAffected()
-	return created == 1, err
+	return accountID, orgID, err
+}
+
+// addMembership makes account an instructor of org; an existing membership stays as it is.
+func (s *Store) addMembership(ctx context.Context, tx *sql.Tx, account, org, now int64) error {
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO memberships (account_id, organization_id, role, created_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (account_id, organization_id) DO NOTHING`), account, org, RoleInstructor, now)
+	return err
+}
+
+// lastMembership is the organization of account's most recent membership, NULL when none.
+func (s *Store) lastMembership(ctx context.Context, tx *sql.Tx, account int64) (sql.NullInt64, error) {
+	var org sql.NullInt64
+	err := tx.QueryRowContext(ctx, s.q(`SELECT organization_id FROM memberships WHERE account_id = ?
+ORDER BY created_at DESC, organization_id DESC LIMIT 1`), account).Scan(&org)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return org, err
 }
 
 // SignedIn is the outcome of SignIn.
@@ -97,9 +141,9 @@ type SignedIn struct {
 }
 
 // SignIn checks an instructor's credentials (login is the username or the e-mail address,
-// any case) and starts a new session. When pendingToken names a pending session, the new
-// session takes over its employee, organization and contact in focus, and the pending
-// session ends; the employee is not linked yet: the session's ConfirmLink is set until the
+// any case) and starts a new session in the account's most recent organization. When
+// pendingToken names a pending session, the new session takes over its employee,
+// organization, person in focus and case instead, and the pending session ends; the employee is not linked yet: the session's ConfirmLink is set until the
 // person confirms the link with ConfirmLink. A new token is always issued, so a token
 // planted before sign-in is worth nothing after it.
 func (s *Store) SignIn(ctx context.Context, login, password, pendingToken string) (*SignedIn, error) {
@@ -125,19 +169,16 @@ WHERE role = ? AND (username = ? OR LOWER(email) = ?) ORDER BY id LIMIT 1`), Rol
 	out := &SignedIn{Token: token}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
-		var employeeID, orgID, contactID, linkID sql.NullInt64
-		if pendingToken != "" {
-			err := tx.QueryRowContext(ctx, s.q(`SELECT employee_id, organization_id, contact_id, link_id FROM sessions
-WHERE token_hash = ? AND account_id IS NULL AND expires_at > ?`), hashSecret(pendingToken), now).Scan(&employeeID, &orgID, &contactID, &linkID)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE token_hash = ?`), hashSecret(pendingToken)); err != nil {
+		p, err := s.takePending(ctx, tx, pendingToken, now)
+		if err != nil {
+			return err
+		}
+		if !p.org.Valid {
+			if p.org, err = s.lastMembership(ctx, tx, id); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, id, employeeID, orgID, contactID, linkID, now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
+		if err := s.insertSession(ctx, tx, tokenHash, id, p, now); err != nil {
 			return err
 		}
 		out.Session, err = s.readSession(ctx, tx, token)
@@ -177,15 +218,122 @@ func (s *Store) ConfirmLink(ctx context.Context, token string, accept bool) (lin
 				return err
 			}
 			if linked = n == 1; linked {
-				return nil
+				if sess.Organization == nil {
+					return nil
+				}
+				return s.addMembership(ctx, tx, sess.Account.ID, sess.Organization.ID, now)
 			}
 		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET employee_id = NULL, organization_id = NULL, contact_id = NULL, link_id = NULL
-WHERE token_hash = ?`), hashSecret(token))
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET employee_id = NULL, organization_id = NULL, contact_id = NULL, link_id = NULL,
+	case_id = '' WHERE token_hash = ?`), hashSecret(token))
 		return err
 	})
 	if err != nil {
 		return false, err
 	}
 	return linked, nil
+}
+
+// pending is what a pending first-sight session hands to the session that replaces it.
+type pending struct {
+	employee, org, person, link sql.NullInt64
+	caseID                      string
+}
+
+// takePending reads and ends the pending session of token, if there is one.
+func (s *Store) takePending(ctx context.Context, tx *sql.Tx, token string, now int64) (pending, error) {
+	var p pending
+	if token == "" {
+		return p, nil
+	}
+	err := tx.QueryRowContext(ctx, s.q(`SELECT employee_id, organization_id, contact_id, link_id, case_id FROM sessions
+WHERE token_hash = ? AND account_id IS NULL AND expires_at > ?`), hashSecret(token), now).Scan(&p.employee, &p.org, &p.person, &p.link, &p.caseID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return p, err
+	}
+	_, err = tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE token_hash = ?`), hashSecret(token))
+	return p, err
+}
+
+func (s *Store) insertSession(ctx context.Context, tx *sql.Tx, tokenHash string, account int64, p pending, now int64) error {
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, case_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, account, p.employee, p.org, p.person, p.link, p.caseID, now, now+s.opts.SessionTTL.Milliseconds())
+	return err
+}
+
+// ErrConflict is a name or link already taken: a username or e-mail address of another
+// account, or an employee linked to another account.
+var ErrConflict = errors.New("already taken")
+
+// CreateInstructorForPending lets a first-time employee without a service account create
+// one from the first-sight page: it creates an instructor account with the password, links
+// the pending session's employee to it, makes it a member of the link's organization and
+// signs it in, taking over the pending session as SignIn does. No confirmation is asked:
+// the person creating the account is the one the first-sight page greeted. It returns
+// ErrNoSession when pendingToken names no pending session and ErrConflict when the username
+// or e-mail address is another account's or the employee is linked already.
+func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, username, email, displayName, password string) (*SignedIn, error) {
+	username = strings.ToLower(strings.TrimSpace(username))
+	email = strings.TrimSpace(email)
+	if username == "" || password == "" {
+		return nil, errors.New("instructor needs a username and a password")
+	}
+	hash, err := hashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	token, tokenHash, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	out := &SignedIn{Token: token}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		p, err := s.takePending(ctx, tx, pendingToken, now)
+		if err != nil {
+			return err
+		}
+		if !p.employee.Valid {
+			return ErrNoSession
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = ? OR (? <> '' AND LOWER(email) = LOWER(?))`),
+			username, email, email).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return ErrConflict
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, username, email, display_name, password_hash, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), RoleInstructor, username, email, strings.TrimSpace(displayName), hash, now, now).Scan(&id); err != nil {
+			return err
+		}
+		if err := s.step("account"); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE employees SET account_id = ?, updated_at = ? WHERE id = ? AND account_id IS NULL`), id, now, p.employee.Int64)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return ErrConflict
+		}
+		if p.org.Valid {
+			if err := s.addMembership(ctx, tx, id, p.org.Int64, now); err != nil {
+				return err
+			}
+		}
+		if err := s.insertSession(ctx, tx, tokenHash, id, p, now); err != nil {
+			return err
+		}
+		out.Session, err = s.readSession(ctx, tx, token)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -39,7 +39,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 				t.Fatalf("SignIn(by e-mail) = %v", err)
 			}
 			// Signing in does not link: the person confirms first (login CSRF).
-			if !in.Session.ConfirmLink || in.Session.Account == nil || in.Session.Employee == nil || in.Session.Contact == nil || in.Session.Contact.Firstname != "Ola" {
+			if !in.Session.ConfirmLink || in.Session.Account == nil || in.Session.Employee == nil || in.Session.Person == nil || in.Session.Person.Firstname != "Ola" {
 				t.Fatalf("SignIn session = %+v, want one asking to confirm the link, with the contact in focus", in.Session)
 			}
 			if again := mustResolve(t, s, mainLink("e1", "org1", "c1")); again.AccountID != 0 {
@@ -53,7 +53,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 				t.Errorf("ConfirmLink(settled) = %v, want ErrNoSession", err)
 			}
 			in.Session, err = s.Session(ctx, in.Token)
-			if err != nil || in.Session.ConfirmLink || in.Session.Contact == nil {
+			if err != nil || in.Session.ConfirmLink || in.Session.Person == nil {
 				t.Fatalf("session after confirming = %+v, %v, want signed in with the contact in focus", in.Session, err)
 			}
 			if in.Session.Organization == nil || in.Session.Organization.Name != "North Clinic" || in.Session.CaseID != "case-7" {
@@ -100,7 +100,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 					t.Errorf("employee account = %d, want %d", acct, first.Session.Account.ID)
 				}
 				sess, err := s.Session(ctx, other.Token)
-				if err != nil || sess.ConfirmLink || sess.Employee != nil || sess.Contact != nil {
+				if err != nil || sess.ConfirmLink || sess.Employee != nil || sess.Person != nil {
 					t.Errorf("second account's session = %+v, %v, want signed in without the link's employee and contact", sess, err)
 				}
 			})
@@ -116,7 +116,7 @@ func TestMainClientFirstSightThenSSO(t *testing.T) {
 					t.Fatalf("ConfirmLink(decline) = %v, %v, want not linked", linked, err)
 				}
 				sess, err := s.Session(ctx, in.Token)
-				if err != nil || sess.Account == nil || sess.ConfirmLink || sess.Employee != nil || sess.Organization != nil || sess.Contact != nil {
+				if err != nil || sess.Account == nil || sess.ConfirmLink || sess.Employee != nil || sess.Organization != nil || sess.Person != nil {
 					t.Errorf("session after declining = %+v, %v, want signed in with nothing of the link", sess, err)
 				}
 				if again := mustResolve(t, s, mainLink("e3", "org1", "c1")); again.AccountID != 0 {

@@ -34,11 +34,15 @@ type Resolved struct {
 	Code           string
 	LinkID         int64
 	OrganizationID int64
-	ContactID      int64
+	PersonID       int64
 	EmployeeID     int64 // main-client links
 	AccountID      int64 // the account the code signs in; 0 when the employee must sign in first
-	ContactCreated bool
+	PersonCreated  bool
 	AccountCreated bool // Go links: the member account was created by this link
+	// SSNConflict is set when the person found by the link's id has another identity number
+	// than the link's, and another person of the partner holds the link's: the id match is
+	// kept, nothing is merged and no hash moves (docs/appservice.md, identity resolution).
+	SSNConflict bool
 }
 
 // errLinkInvalid is a link whose payload does not fit its kind; the gateway validated it, so
@@ -49,14 +53,14 @@ var errLinkInvalid = errors.New("link payload does not fit its kind")
 // OnceUntil): a replayed gateway assertion.
 var ErrRequestReplayed = errors.New("link request resolved before")
 
-// ResolveLink resolves the link's organization, contact and user, records the link and
+// ResolveLink resolves the link's organization, person and user, records the link and
 // issues a one-time login code for it, all in one transaction.
 //
-// Organization by (partner, organizationId), name kept current. Contact by (organization,
-// contact.id), else by the keyed hash of contact.ssn within the organization, else created;
-// its fields follow the latest link. Main client: the employee by (partner, employeeId),
-// signed in as its linked service account when it has one. Go: the contact's member
-// account, created when missing.
+// Organization by (partner, organizationId), name kept current. Person as resolvePerson
+// says, linked to the organization. Main client: the employee by (partner, employeeId),
+// signed in as its linked service account when it has one, which becomes a member of the
+// organization. Go: the person's member account, created when missing, so that a person
+// reached from two organizations has one.
 func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 	p := l.Payload
 	if p == nil || p.Contact == nil || (l.Kind != linkspec.KindMain && l.Kind != linkspec.KindGo) {
@@ -69,8 +73,9 @@ func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Resolved{Code: code}
+	var r *Resolved
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		r = &Resolved{Code: code}
 		now := s.now()
 		if !l.OnceUntil.IsZero() {
 			if err := s.useRequestID(ctx, tx, l.RequestID, l.OnceUntil.UnixMilli(), now); err != nil {
@@ -86,7 +91,7 @@ RETURNING id`), l.Partner, p.OrganizationID, p.OrganizationName, now, now).Scan(
 		if err := s.step("organization"); err != nil {
 			return err
 		}
-		if err := s.resolveContact(ctx, tx, r, p.Contact, now); err != nil {
+		if err := s.resolvePerson(ctx, tx, r, l.Partner, p.Contact, now); err != nil {
 			return err
 		}
 		if err := s.step("contact"); err != nil {
@@ -102,6 +107,11 @@ ON CONFLICT (partner, partner_employee_id) DO UPDATE SET username = excluded.use
 RETURNING id, account_id`), l.Partner, p.EmployeeID, p.EmployeeUsername, p.EmployeeFirstname, p.EmployeeLastname, p.EmployeeEmail, now, now).Scan(&employeeID, &accountID); err != nil {
 				return err
 			}
+			if accountID.Valid {
+				if err := s.addMembership(ctx, tx, accountID.Int64, r.OrganizationID, now); err != nil {
+					return err
+				}
+			}
 		case linkspec.KindGo:
 			if err := s.resolveMember(ctx, tx, r, p.Contact, now); err != nil {
 				return err
@@ -113,7 +123,7 @@ RETURNING id, account_id`), l.Partner, p.EmployeeID, p.EmployeeUsername, p.Emplo
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO links (partner, kind, endpoint, request_id, organization_id, contact_id, employee_id, account_id, case_id, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), l.Partner, string(l.Kind), l.Endpoint, l.RequestID, r.OrganizationID, r.ContactID, employeeID, accountID, p.CaseID, now).Scan(&r.LinkID); err != nil {
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), l.Partner, string(l.Kind), l.Endpoint, l.RequestID, r.OrganizationID, r.PersonID, employeeID, accountID, p.CaseID, now).Scan(&r.LinkID); err != nil {
 			return err
 		}
 		if err := s.step("link"); err != nil {
@@ -150,65 +160,141 @@ ON CONFLICT (request_id) DO UPDATE SET expires_at = excluded.expires_at WHERE us
 	return nil
 }
 
-func (s *Store) resolveContact(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, now int64) error {
-	ssnHash := sql.NullString{}
+// resolvePerson finds or creates the link's person, in this order:
+//
+//  1. by the partner's id (partner, contact.id) in person_identities;
+//  2. else by the keyed ssn hash among the persons that have an identity of the same
+//     partner, in any organization, adding the link's id to the person found;
+//  3. else a new person with that identity.
+//
+// A person found by id whose stored hash differs from the link's keeps its hash when another
+// person of the partner holds the link's (Resolved.SSNConflict); otherwise the link's hash
+// is stored: the partner corrected the number or gave it for the first time. The person's
+// fields follow the link, but an empty field does not clear a stored value. The person is
+// linked to the organization, with the partner's id as custom id when new.
+func (s *Store) resolvePerson(ctx context.Context, tx *sql.Tx, r *Resolved, partner string, c *linkspec.Contact, now int64) error {
+	var hash sql.NullString
 	if n := normalizeSSN(c.SSN); n != "" {
-		ssnHash = sql.NullString{String: s.ssnHash(n), Valid: true}
+		hash = sql.NullString{String: s.ssnHash(n), Valid: true}
 	}
-	var id int64
-	err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM contacts WHERE organization_id = ? AND partner_contact_id = ?`),
-		r.OrganizationID, c.ID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) && ssnHash.Valid {
-		// The partner knows this person under another id (a merged or re-created record):
-		// the identity number finds them, and the latest link's id replaces the old one.
-		err = tx.QueryRowContext(ctx, s.q(`SELECT id FROM contacts WHERE organization_id = ? AND ssn_hash = ? ORDER BY id LIMIT 1`),
-			r.OrganizationID, ssnHash.String).Scan(&id)
-	}
+	var stored sql.NullString
+	err := tx.QueryRowContext(ctx, s.q(`SELECT p.id, p.ssn_hash FROM person_identities i JOIN persons p ON p.id = i.person_id
+WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&r.PersonID, &stored)
 	switch {
 	case err == nil:
-		r.ContactID = id
-		// A link without ssn keeps the hash already known: absence is not a correction.
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE contacts SET partner_contact_id = ?, ssn_hash = COALESCE(?, ssn_hash),
-	firstname = ?, middlename = ?, lastname = ?, birthdate = ?, gender = ?, mobile = ?, email = ?, diagnosis = ?, updated_at = ?
-WHERE id = ?`), c.ID, ssnHash, c.Firstname, c.Middlename, c.Lastname, c.Birthdate, c.Gender, c.Mobile, c.Email, c.Diagnosis, now, id)
+		if hash.Valid && hash != stored {
+			held, err := s.partnerHoldsHash(ctx, tx, partner, hash.String, r.PersonID)
+			if err != nil {
+				return err
+			}
+			if held {
+				r.SSNConflict = true
+				hash = sql.NullString{}
+			}
+		}
+	case !errors.Is(err, sql.ErrNoRows):
 		return err
-	case errors.Is(err, sql.ErrNoRows):
-		// ON CONFLICT: on PostgreSQL a concurrent first link for the same contact may have
-		// inserted it since the SELECT; this link then updates it instead of failing.
-		r.ContactCreated = true
-		return tx.QueryRowContext(ctx, s.q(`INSERT INTO contacts (organization_id, partner_contact_id, ssn_hash,
-	firstname, middlename, lastname, birthdate, gender, mobile, email, diagnosis, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (organization_id, partner_contact_id) DO UPDATE SET ssn_hash = COALESCE(excluded.ssn_hash, contacts.ssn_hash),
-	firstname = excluded.firstname, middlename = excluded.middlename, lastname = excluded.lastname,
-	birthdate = excluded.birthdate, gender = excluded.gender, mobile = excluded.mobile, email = excluded.email,
-	diagnosis = excluded.diagnosis, updated_at = excluded.updated_at
-RETURNING id`), r.OrganizationID, c.ID, ssnHash,
-			c.Firstname, c.Middlename, c.Lastname, c.Birthdate, c.Gender, c.Mobile, c.Email, c.Diagnosis, now, now).Scan(&r.ContactID)
 	default:
+		if hash.Valid {
+			err = tx.QueryRowContext(ctx, s.q(`SELECT p.id FROM persons p WHERE p.ssn_hash = ?
+AND EXISTS (SELECT 1 FROM person_identities i WHERE i.person_id = p.id AND i.partner = ?) ORDER BY p.id LIMIT 1`),
+				hash.String, partner).Scan(&r.PersonID)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if r.PersonID == 0 {
+			r.PersonCreated = true
+			if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at)
+VALUES (?, '', '', '', '', '', '', '', '', ?, ?) RETURNING id`), hash, now, now).Scan(&r.PersonID); err != nil {
+				return err
+			}
+		}
+		if err := s.addIdentity(ctx, tx, r, partner, c.ID, now); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE persons SET ssn_hash = COALESCE(?, ssn_hash),
+	firstname = COALESCE(NULLIF(?, ''), firstname), middlename = COALESCE(NULLIF(?, ''), middlename),
+	lastname = COALESCE(NULLIF(?, ''), lastname), birthdate = COALESCE(NULLIF(?, ''), birthdate),
+	gender = COALESCE(NULLIF(?, ''), gender), mobile = COALESCE(NULLIF(?, ''), mobile),
+	email = COALESCE(NULLIF(?, ''), email), diagnosis = COALESCE(NULLIF(?, ''), diagnosis), updated_at = ?
+WHERE id = ?`), hash, c.Firstname, c.Middlename, c.Lastname, c.Birthdate, normalizeGender(c.Gender), c.Mobile, c.Email, c.Diagnosis, now, r.PersonID); err != nil {
 		return err
 	}
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO person_organizations (person_id, organization_id, custom_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?) ON CONFLICT (person_id, organization_id) DO UPDATE SET updated_at = excluded.updated_at`),
+		r.PersonID, r.OrganizationID, c.ID, now, now)
+	return err
 }
 
-// resolveMember finds or creates the contact's member account and keeps its name and e-mail
-// current.
+// addIdentity records (partner, id) for r.PersonID. On PostgreSQL a concurrent first link
+// of the same id may have recorded it since the lookup: the insert then waits for that
+// transaction, finds the row, and this link takes that person instead of the one it made.
+func (s *Store) addIdentity(ctx context.Context, tx *sql.Tx, r *Resolved, partner, id string, now int64) error {
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO person_identities (partner, partner_person_id, person_id, created_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partner, id, r.PersonID, now)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	if r.PersonCreated {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM persons WHERE id = ?`), r.PersonID); err != nil {
+			return err
+		}
+		r.PersonCreated = false
+	}
+	return tx.QueryRowContext(ctx, s.q(`SELECT person_id FROM person_identities WHERE partner = ? AND partner_person_id = ?`),
+		partner, id).Scan(&r.PersonID)
+}
+
+// partnerHoldsHash reports whether a person other than except, with an identity of partner,
+// has the ssn hash.
+func (s *Store) partnerHoldsHash(ctx context.Context, tx *sql.Tx, partner, hash string, except int64) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM persons p WHERE p.ssn_hash = ? AND p.id <> ?
+AND EXISTS (SELECT 1 FROM person_identities i WHERE i.person_id = p.id AND i.partner = ?)`), hash, except, partner).Scan(&n)
+	return n > 0, err
+}
+
+// resolveMember finds or creates the person's member account and keeps its name and e-mail
+// current (an empty e-mail keeps the stored one).
 func (s *Store) resolveMember(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, now int64) error {
-	name := displayName(c.Firstname, c.Middlename, c.Lastname)
-	err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE contact_id = ?`), r.ContactID).Scan(&r.AccountID)
+	var first, middle, last, email string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT firstname, middlename, lastname, email FROM persons WHERE id = ?`), r.PersonID).
+		Scan(&first, &middle, &last, &email); err != nil {
+		return err
+	}
+	name := displayName(first, middle, last)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE contact_id = ?`), r.PersonID).Scan(&r.AccountID)
 	switch {
 	case err == nil:
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE accounts SET email = ?, display_name = ?, updated_at = ? WHERE id = ?`),
-			c.Email, name, now, r.AccountID)
+			email, name, now, r.AccountID)
 		return err
 	case errors.Is(err, sql.ErrNoRows):
 		r.AccountCreated = true
 		return tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, email, display_name, contact_id, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (contact_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, updated_at = excluded.updated_at
-RETURNING id`), RoleMember, c.Email, name, r.ContactID, now, now).Scan(&r.AccountID)
+RETURNING id`), RoleMember, email, name, r.PersonID, now, now).Scan(&r.AccountID)
 	default:
 		return err
 	}
+}
+
+// normalizeGender maps a link's or selectperson's gender to the stored values: "female"
+// (female, F, and K, the Scandinavian initial of kvinne/kvinna), "male" (male, M), else "".
+func normalizeGender(g string) string {
+	switch strings.ToLower(strings.TrimSpace(g)) {
+	case "female", "f", "k":
+		return "female"
+	case "male", "m":
+		return "male"
+	}
+	return ""
 }
 
 func displayName(parts ...string) string {
@@ -235,9 +321,9 @@ func normalizeSSN(ssn string) string {
 }
 
 // ssnHash is the keyed hash that stands in for the identity number. It does not include the
-// organization, so a future sign-in with a national electronic ID can find the person's
-// contacts in every organization (why docs/interface.md A-PAY-CONTACT prefers ssn); the key
-// keeps a copy of the database from being searched by number.
+// organization, so that a person is matched across the partner's organizations (why
+// docs/interface.md A-PAY-CONTACT prefers ssn); the key keeps a copy of the database from
+// being searched by number.
 func (s *Store) ssnHash(normalized string) string {
 	m := hmac.New(sha256.New, s.opts.SSNKey)
 	m.Write([]byte("partnergate-ssn-v1\x00"))

@@ -17,8 +17,8 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 			s := b.open(t, newClock())
 
 			first := mustResolve(t, s, mainLink("e1", "org1", "c1"))
-			if !first.ContactCreated {
-				t.Errorf("first link: ContactCreated = false, want true")
+			if !first.PersonCreated {
+				t.Errorf("first link: PersonCreated = false, want true")
 			}
 
 			t.Run("organization name kept current", func(t *testing.T) {
@@ -49,12 +49,12 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l.Payload.Contact.Lastname = "Nordmann-Berg"
 				l.Payload.Contact.SSN = "010190 12345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID || r.ContactCreated {
-					t.Errorf("contact = %d (created %v), want %d (not created)", r.ContactID, r.ContactCreated, first.ContactID)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person = %d (created %v), want %d (not created)", r.PersonID, r.PersonCreated, first.PersonID)
 				}
-				c, err := s.contact(ctx, s.db, r.ContactID)
+				c, err := s.Person(ctx, r.OrganizationID, r.PersonID)
 				if err != nil || c.Lastname != "Nordmann-Berg" {
-					t.Errorf("contact lastname = %q, %v, want %q", c.Lastname, err, "Nordmann-Berg")
+					t.Fatalf("person = %+v, %v, want lastname %q", c, err, "Nordmann-Berg")
 				}
 			})
 
@@ -62,12 +62,12 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c1-new")
 				l.Payload.Contact.SSN = "010190-12345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID || r.ContactCreated {
-					t.Errorf("contact = %d (created %v), want %d found by ssn", r.ContactID, r.ContactCreated, first.ContactID)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person = %d (created %v), want %d found by ssn", r.PersonID, r.PersonCreated, first.PersonID)
 				}
-				c, _ := s.contact(ctx, s.db, r.ContactID)
-				if c.PartnerID != "c1-new" {
-					t.Errorf("contact partner id = %q, want the latest %q", c.PartnerID, "c1-new")
+				c, err := s.Person(ctx, r.OrganizationID, r.PersonID)
+				if err != nil || strings.Join(c.PartnerIDs, ",") != "c1,c1-new" {
+					t.Errorf("person partner ids = %+v, %v, want c1 and the new c1-new", c, err)
 				}
 			})
 
@@ -76,17 +76,22 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c1-newer")
 				l.Payload.Contact.SSN = "01019012345"
 				r := mustResolve(t, s, l)
-				if r.ContactID != first.ContactID {
-					t.Errorf("contact = %d, want %d found by the kept ssn hash", r.ContactID, first.ContactID)
+				if r.PersonID != first.PersonID {
+					t.Errorf("person = %d, want %d found by the kept ssn hash", r.PersonID, first.PersonID)
 				}
 			})
 
-			t.Run("ssn matches only within the organization", func(t *testing.T) {
+			t.Run("ssn matches across the partner's organizations, not across partners", func(t *testing.T) {
 				l := mainLink("e1", "org2", "c9")
 				l.Payload.Contact.SSN = "01019012345"
 				r := mustResolve(t, s, l)
-				if r.ContactID == first.ContactID || !r.ContactCreated {
-					t.Errorf("contact in org2 = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("person in org2 = %d (created %v), want %d of org1", r.PersonID, r.PersonCreated, first.PersonID)
+				}
+				l.Partner = "other"
+				r = mustResolve(t, s, l)
+				if r.PersonID == first.PersonID || !r.PersonCreated {
+					t.Errorf("person of partner other = %d (created %v), want a new person", r.PersonID, r.PersonCreated)
 				}
 			})
 
@@ -94,13 +99,13 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				l := mainLink("e1", "org1", "c2")
 				l.Payload.Contact.SSN = "999"
 				r := mustResolve(t, s, l)
-				if !r.ContactCreated || r.ContactID == first.ContactID {
-					t.Errorf("contact = %d (created %v), want a new contact", r.ContactID, r.ContactCreated)
+				if !r.PersonCreated || r.PersonID == first.PersonID {
+					t.Errorf("person = %d (created %v), want a new person", r.PersonID, r.PersonCreated)
 				}
 			})
 
 			t.Run("ssn never stored in clear", func(t *testing.T) {
-				rows, err := s.db.Query("SELECT * FROM contacts")
+				rows, err := s.db.Query("SELECT * FROM persons")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -124,7 +129,7 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 							str = string(v)
 						}
 						if strings.Contains(str, "12345") {
-							t.Errorf("contacts.%s holds the identity number in clear", cols[i])
+							t.Errorf("persons.%s holds the identity number in clear", cols[i])
 						}
 					}
 				}
@@ -189,7 +194,7 @@ func TestResolveRollsBack(t *testing.T) {
 						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
 					}
 				}
-				for _, table := range []string{"organizations", "contacts", "employees", "accounts", "links", "login_codes", "used_requests"} {
+				for _, table := range []string{"organizations", "persons", "person_identities", "person_organizations", "employees", "accounts", "memberships", "links", "login_codes", "used_requests"} {
 					if n := count(t, s, table); n != 0 {
 						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
 					}
@@ -299,7 +304,7 @@ func TestConcurrentFirstLinks(t *testing.T) {
 					t.Errorf("concurrent ResolveLink = %v, want nil", err)
 				}
 			}
-			for table, want := range map[string]int{"organizations": 1, "contacts": 1, "employees": 1, "accounts": 1, "links": 8} {
+			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_identities": 1, "person_organizations": 1, "employees": 1, "accounts": 1, "links": 8} {
 				if n := count(t, s, table); n != want {
 					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
 				}

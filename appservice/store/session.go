@@ -59,20 +59,6 @@ type Organization struct {
 	Name      string
 }
 
-// Contact is a contact as the pages show it. The identity number is never readable.
-type Contact struct {
-	ID         int64
-	PartnerID  string
-	Firstname  string
-	Middlename string
-	Lastname   string
-	Birthdate  string
-	Email      string
-}
-
-// Name is the contact's full name.
-func (c *Contact) Name() string { return displayName(c.Firstname, c.Middlename, c.Lastname) }
-
 // Employee is a partner's user of the main client.
 type Employee struct {
 	ID        int64
@@ -97,9 +83,11 @@ type Session struct {
 	Account      *Account
 	Employee     *Employee
 	Organization *Organization
-	Contact      *Contact
-	CaseID       string
-	ExpiresAt    time.Time
+	// Person is the person in focus, as the session's organization knows them.
+	Person *Person
+	// CaseID is the case exports are archived under: the link's caseId, or one set since.
+	CaseID    string
+	ExpiresAt time.Time
 }
 
 // Exchanged is the outcome of ExchangeCode.
@@ -145,19 +133,20 @@ func (s *Store) ExchangeCode(ctx context.Context, code string) (*Exchanged, erro
 				return ErrCodeExpired
 			}
 		}
-		var linkID, orgID, contactID int64
+		var linkID, orgID, personID int64
 		var employeeID, accountID sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT l.id, l.organization_id, l.contact_id, l.employee_id, COALESCE(l.account_id, e.account_id)
+		var caseID string
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT l.id, l.organization_id, l.contact_id, l.employee_id, COALESCE(l.account_id, e.account_id), l.case_id
 FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id
-WHERE c.code_hash = ?`), codeHash).Scan(&linkID, &orgID, &contactID, &employeeID, &accountID); err != nil {
+WHERE c.code_hash = ?`), codeHash).Scan(&linkID, &orgID, &personID, &employeeID, &accountID, &caseID); err != nil {
 			return err
 		}
 		ttl := s.opts.SessionTTL
 		if !accountID.Valid {
 			ttl = s.opts.PendingTTL
 		}
-		if _, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, contactID, linkID, now, now+ttl.Milliseconds()); err != nil {
+		if _, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, case_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, personID, linkID, caseID, now, now+ttl.Milliseconds()); err != nil {
 			return err
 		}
 		// Read back in the transaction: the answer is the session as committed, never one
@@ -230,20 +219,20 @@ func (s *Store) readSession(ctx context.Context, q queryer, token string) (*Sess
 		return nil, ErrNoSession
 	}
 	var (
-		accountID, employeeID, orgID, contactID sql.NullInt64
-		expires                                 int64
-		caseID                                  sql.NullString
+		accountID, employeeID, orgID, personID sql.NullInt64
+		expires                                int64
+		caseID                                 string
 	)
-	err := q.QueryRowContext(ctx, s.q(`SELECT s.account_id, s.employee_id, s.organization_id, s.contact_id, s.expires_at, l.case_id
-FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND s.expires_at > ?`),
-		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &contactID, &expires, &caseID)
+	err := q.QueryRowContext(ctx, s.q(`SELECT account_id, employee_id, organization_id, contact_id, expires_at, case_id
+FROM sessions WHERE token_hash = ? AND expires_at > ?`),
+		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &personID, &expires, &caseID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoSession
 	}
 	if err != nil {
 		return nil, err
 	}
-	sess := &Session{Pending: !accountID.Valid, CaseID: caseID.String, ExpiresAt: time.UnixMilli(expires)}
+	sess := &Session{Pending: !accountID.Valid, CaseID: caseID, ExpiresAt: time.UnixMilli(expires)}
 	if accountID.Valid {
 		if sess.Account, err = s.account(ctx, q, accountID.Int64); err != nil {
 			return nil, err
@@ -262,12 +251,12 @@ FROM sessions s LEFT JOIN links l ON l.id = s.link_id WHERE s.token_hash = ? AND
 		}
 		sess.Organization = o
 	}
-	if contactID.Valid {
-		c, err := s.contact(ctx, q, contactID.Int64)
-		if err != nil {
+	if personID.Valid && orgID.Valid {
+		// A person the organization does not know is no person in focus: never another
+		// organization's view of them.
+		if sess.Person, err = s.readPerson(ctx, q, orgID.Int64, personID.Int64); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
-		sess.Contact = c
 	}
 	sess.ConfirmLink = sess.Account != nil && sess.Employee != nil && sess.Employee.AccountID != sess.Account.ID
 	return sess, nil
@@ -293,13 +282,7 @@ func (s *Store) employee(ctx context.Context, q queryer, id int64) (*Employee, e
 
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func (s *Store) contact(ctx context.Context, q queryer, id int64) (*Contact, error) {
-	c := &Contact{ID: id}
-	err := q.QueryRowContext(ctx, s.q(`SELECT partner_contact_id, firstname, middlename, lastname, birthdate, email FROM contacts WHERE id = ?`), id).
-		Scan(&c.PartnerID, &c.Firstname, &c.Middlename, &c.Lastname, &c.Birthdate, &c.Email)
-	return c, err
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // DeleteSession ends the session of token; ending an unknown session is not an error.
@@ -323,4 +306,38 @@ func (s *Store) DeleteExpired(ctx context.Context) error {
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM login_codes WHERE expires_at <= ?`), now-24*time.Hour.Milliseconds())
 		return err
 	})
+}
+
+// SetSessionPerson puts personID in focus of the session of token, which must be in orgID,
+// as the person must be: ErrNotFound otherwise.
+func (s *Store) SetSessionPerson(ctx context.Context, token string, orgID, personID int64) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET contact_id = ? WHERE token_hash = ? AND organization_id = ? AND expires_at > ?
+AND EXISTS (SELECT 1 FROM person_organizations WHERE person_id = ? AND organization_id = ?)`),
+		personID, hashSecret(token), orgID, s.now(), personID, orgID)
+	return oneRow(res, err)
+}
+
+// SetSessionCase sets the case that exports of the session of token are archived under.
+func (s *Store) SetSessionCase(ctx context.Context, token, caseID string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET case_id = ? WHERE token_hash = ? AND expires_at > ?`),
+		caseID, hashSecret(token), s.now())
+	if err := oneRow(res, err); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return ErrNoSession
+}
+
+// oneRow turns an update that changed no row into ErrNotFound.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }

@@ -102,8 +102,13 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		fail(problem.New(problem.CodeInternal, "The link could not be processed; nothing was saved. Try again, or give the request id to support."))
 		return
 	}
+	if res.SSNConflict {
+		// No values: which identity number matched whom is not for the log.
+		logger.Warn("link's identity number belongs to another person of the partner; kept the id match",
+			"kind", kind, "outcome", "ssn_conflict")
+	}
 	logger.Info("link accepted", "outcome", "accepted", "kind", kind,
-		"sign_in_needed", res.AccountID == 0, "contact_created", res.ContactCreated,
+		"sign_in_needed", res.AccountID == 0, "person_created", res.PersonCreated,
 		"account_created", res.AccountCreated, "duration_ms", time.Since(start).Milliseconds())
 
 	loginURL := h.public.String() + "/app/login?code=" + res.Code

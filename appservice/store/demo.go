@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/people"
+)
+
+// SeedDemo gives orgID demo persons with profile data and workout plans made from the
+// template library, owned by ownerAccountID, so that a newcomer's ./run.sh shows a populated
+// application. It does nothing when orgID has a person with custom id "demo-1" already.
+func (s *Store) SeedDemo(ctx context.Context, orgID, ownerAccountID int64) error {
+	if ps, err := s.Persons(ctx, orgID, "demo-1", 1); err != nil || len(ps) > 0 {
+		return err
+	}
+	day := func(d int) time.Time {
+		return time.Date(2026, 1, 5, 9, 30, 0, 0, time.UTC).AddDate(0, 0, 7*d)
+	}
+	templates, err := s.Workouts(ctx, orgID, WorkoutQuery{Templates: true})
+	if err != nil {
+		return err
+	}
+	byTitle := map[string]int64{}
+	for _, t := range templates {
+		byTitle[t.Title] = t.ID
+	}
+	for _, d := range []struct {
+		sel   people.Select
+		plans []string
+	}{
+		{people.Select{CustomID: "demo-1", Firstname: "Åse", Lastname: "Ødegård", Gender: "female", DateOfBirth: "1958-04-12",
+			Email: "ase@example.com", Location: "Tromsø", Country: "NO",
+			Profile: []people.ProfileEntry{
+				{Key: "weight", Name: "Weight", Value: "64", Unit: "kg", Date: day(0), Source: "demo"},
+				{Key: "weight", Name: "Weight", Value: "63.2", Unit: "kg", Date: day(4), Source: "demo"},
+				{Key: "tug", Name: "Timed up and go", Value: "11.5", Unit: "s", Date: day(4), Source: "demo"},
+			}}, []string{"Balance for seniors"}},
+		{people.Select{CustomID: "demo-2", Firstname: "Jonas", Lastname: "Lindqvist", Gender: "male", DateOfBirth: "1987-09-30",
+			Mobile: "+46 70 123 45 67", Location: "Uppsala", Country: "SE",
+			Profile: []people.ProfileEntry{
+				{Key: "knee-flexion", Name: "Knee flexion, left", Value: "95", Unit: "degrees", Date: day(1), Source: "demo"},
+			}}, []string{"Knee rehabilitation, week 1", "Hip and core strength"}},
+		{people.Select{CustomID: "demo-3", Firstname: "Mia", Lastname: "Virtanen", Gender: "female", DateOfBirth: "1992-02-17",
+			Location: "Turku", Country: "FI"}, []string{"Low back basics"}},
+	} {
+		p, _, _, err := s.SelectPerson(ctx, orgID, &d.sel)
+		if err != nil {
+			return err
+		}
+		for _, title := range d.plans {
+			if _, err := s.CreateWorkout(ctx, orgID, ownerAccountID, p.ID, byTitle[title], ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// withSSN is l with the contact's identity number set.
+func withSSN(l Link, ssn string) Link {
+	c := *l.Payload.Contact
+	c.SSN = ssn
+	p := *l.Payload
+	p.Contact = &c
+	l.Payload = &p
+	return l
+}
+
+// TestIdentityResolution walks the rows of docs/appservice.md's identity resolution table.
+func TestIdentityResolution(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			first := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "01019012345"))
+
+			t.Run("by partner id in another organization", func(t *testing.T) {
+				r := mustResolve(t, s, mainLink("e1", "org2", "c1"))
+				if r.PersonID != first.PersonID || r.PersonCreated || r.SSNConflict {
+					t.Errorf("resolved %+v, want person %d found by id", r, first.PersonID)
+				}
+				p, err := s.Person(ctx, r.OrganizationID, r.PersonID)
+				if err != nil || p.CustomID != "c1" {
+					t.Errorf("Person in org2 = %+v, %v, want linked with custom id c1", p, err)
+				}
+			})
+			t.Run("by ssn among the partner's persons adds the id", func(t *testing.T) {
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org3", "c1-other"), "010190-12345"))
+				if r.PersonID != first.PersonID || r.PersonCreated {
+					t.Errorf("resolved %+v, want person %d found by ssn", r, first.PersonID)
+				}
+				again := mustResolve(t, s, mainLink("e1", "org1", "c1-other"))
+				if again.PersonID != first.PersonID {
+					t.Errorf("link by the added id = person %d, want %d", again.PersonID, first.PersonID)
+				}
+			})
+			t.Run("ssn of another partner's person does not match", func(t *testing.T) {
+				l := withSSN(mainLink("e1", "org1", "c1"), "01019012345")
+				l.Partner = "other"
+				if r := mustResolve(t, s, l); r.PersonID == first.PersonID || !r.PersonCreated {
+					t.Errorf("resolved %+v, want a new person of partner other", r)
+				}
+			})
+			t.Run("unknown id and ssn create a person", func(t *testing.T) {
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c2"), "02029012345"))
+				if !r.PersonCreated || r.PersonID == first.PersonID || r.SSNConflict {
+					t.Errorf("resolved %+v, want a new person", r)
+				}
+			})
+			t.Run("conflict: id match kept, hash not moved", func(t *testing.T) {
+				// c2's person holds 0202…; a link for c1 with 0202… must not take it.
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "02029012345"))
+				if r.PersonID != first.PersonID || !r.SSNConflict {
+					t.Errorf("resolved %+v, want person %d with SSNConflict", r, first.PersonID)
+				}
+				var n int
+				queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE ssn_hash = ?", []any{s.ssnHash("02029012345")}, &n)
+				if n != 1 {
+					t.Errorf("persons holding the conflicting hash = %d, want 1", n)
+				}
+				if r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-x"), "01019012345")); r.PersonID != first.PersonID {
+					t.Errorf("person by the kept hash = %d, want %d", r.PersonID, first.PersonID)
+				}
+			})
+			t.Run("no stored hash: stored unless another person has it", func(t *testing.T) {
+				bare := mustResolve(t, s, mainLink("e1", "org1", "c-bare"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare"), "03039012345"))
+				if r.PersonID != bare.PersonID || r.SSNConflict {
+					t.Errorf("resolved %+v, want person %d, no conflict", r, bare.PersonID)
+				}
+				if r := mustResolve(t, s, withSSN(mainLink("e1", "org2", "c-bare-2"), "03039012345")); r.PersonID != bare.PersonID {
+					t.Errorf("person by the stored hash = %d, want %d", r.PersonID, bare.PersonID)
+				}
+				other := mustResolve(t, s, mainLink("e1", "org1", "c-bare-3"))
+				r = mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare-3"), "03039012345"))
+				if r.PersonID != other.PersonID || !r.SSNConflict {
+					t.Errorf("resolved %+v, want person %d with SSNConflict", r, other.PersonID)
+				}
+			})
+			t.Run("empty fields do not clear stored ones", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.Contact.Birthdate = ""
+				l.Payload.Contact.Mobile = "+47 400 00 000"
+				r := mustResolve(t, s, l)
+				p, err := s.Person(ctx, r.OrganizationID, r.PersonID)
+				if err != nil || p.BirthDate != "1990-01-01" || p.Mobile != "+47 400 00 000" {
+					t.Errorf("Person = %+v, %v, want the stored birthdate kept and the new mobile", p, err)
+				}
+			})
+			t.Run("gender stored as female or male", func(t *testing.T) {
+				for in, want := range map[string]string{"K": "female", "m": "male", "Female": "female", "x": ""} {
+					l := mainLink("e1", "org1", "c-g-"+in)
+					l.Payload.Contact.Gender = in
+					r := mustResolve(t, s, l)
+					if p, err := s.Person(ctx, r.OrganizationID, r.PersonID); err != nil || p.Gender != want {
+						t.Errorf("gender %q stored as %q, %v, want %q", in, p.Gender, err, want)
+					}
+				}
+			})
+			t.Run("one member account from two organizations", func(t *testing.T) {
+				a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "04049012345"))
+				b := mustResolve(t, s, withSSN(goLink("org2", "m1-elsewhere", "m@example.com"), "04049012345"))
+				if a.PersonID != b.PersonID || a.AccountID != b.AccountID || b.AccountCreated {
+					t.Errorf("Go links from two organizations: %+v and %+v, want one person and one account", a, b)
+				}
+			})
+		})
+	}
+}
+
+// TestCreateInstructorForPending: a first-time employee creates an instructor account from
+// the first-sight page; the employee is linked, the account is a member of the link's
+// organization, and the next link signs it in directly.
+func TestCreateInstructorForPending(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			if _, err := s.EnsureInstructor(ctx, "coach", "coach@example.com", "Coach", "pw-1"); err != nil {
+				t.Fatal(err)
+			}
+			r := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			ex, err := s.ExchangeCode(ctx, r.Code)
+			if err != nil || !ex.Session.Pending {
+				t.Fatalf("ExchangeCode = %+v, %v, want a pending session", ex, err)
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "Coach", "ida@partner.example", "Ida Berg", "pw-2"); !errors.Is(err, ErrConflict) {
+				t.Errorf("CreateInstructorForPending(taken username) = %v, want ErrConflict", err)
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "COACH@example.com", "Ida Berg", "pw-2"); !errors.Is(err, ErrConflict) {
+				t.Errorf("CreateInstructorForPending(taken e-mail) = %v, want ErrConflict", err)
+			}
+			if _, err := s.CreateInstructorForPending(ctx, "no-such-token", "ida", "ida@partner.example", "Ida Berg", "pw-2"); !errors.Is(err, ErrNoSession) {
+				t.Errorf("CreateInstructorForPending(no pending session) = %v, want ErrNoSession", err)
+			}
+			in, err := s.CreateInstructorForPending(ctx, ex.Token, "Ida", "ida@partner.example", "Ida Berg", "pw-2")
+			if err != nil {
+				t.Fatalf("CreateInstructorForPending = %v", err)
+			}
+			sess := in.Session
+			if sess.Pending || sess.ConfirmLink || sess.Account.Username != "ida" || sess.Person == nil || sess.CaseID != "case-7" || sess.Organization == nil || sess.Organization.ID != r.OrganizationID {
+				t.Errorf("session = %+v, want signed in as ida with the link's person, case and organization", sess)
+			}
+			if _, err := s.Session(ctx, ex.Token); !errors.Is(err, ErrNoSession) {
+				t.Errorf("pending session after the account = %v, want ErrNoSession", err)
+			}
+			if again := mustResolve(t, s, mainLink("e1", "org1", "c1")); again.AccountID != sess.Account.ID {
+				t.Errorf("next link AccountID = %d, want %d", again.AccountID, sess.Account.ID)
+			}
+			signed, err := s.SignIn(ctx, "ida", "pw-2", "")
+			if err != nil || signed.Session.Organization == nil || signed.Session.Organization.ID != r.OrganizationID {
+				t.Errorf("password sign-in = %+v, %v, want it in the link's organization", signed, err)
+			}
+		})
+	}
+}
+
+// TestSignInLandsInMembership: the bootstrap instructor gets the local Demo clinic; a main
+// link makes its account a member of the link's organization, the most recent one.
+func TestSignInLandsInMembership(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+			if _, err := s.EnsureInstructor(ctx, "coach", "", "Coach", "pw-1"); err != nil {
+				t.Fatal(err)
+			}
+			in, err := s.SignIn(ctx, "coach", "pw-1", "")
+			if err != nil || in.Session.Organization == nil || in.Session.Organization.Name != "Demo clinic" || in.Session.Organization.PartnerID != "local" {
+				t.Fatalf("SignIn = %+v, %v, want the Demo clinic", in, err)
+			}
+			if _, err := s.EnsureInstructor(ctx, "coach", "", "Coach", "pw-1"); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, s, "memberships"); n != 1 {
+				t.Errorf("memberships after a second EnsureInstructor = %d, want 1", n)
+			}
+			ex, _ := s.ExchangeCode(ctx, mustResolve(t, s, mainLink("e1", "org1", "c1")).Code)
+			pending, err := s.SignIn(ctx, "coach", "pw-1", ex.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ConfirmLink(ctx, pending.Token, true); err != nil {
+				t.Fatal(err)
+			}
+			c.Add(time.Second)
+			r := mustResolve(t, s, mainLink("e1", "org2", "c1"))
+			in, err = s.SignIn(ctx, "coach", "pw-1", "")
+			if err != nil || in.Session.Organization == nil || in.Session.Organization.ID != r.OrganizationID {
+				t.Errorf("SignIn after links = %+v, %v, want the most recent membership, org2", in.Session, err)
+			}
+		})
+	}
+}
+
+func TestCreateInstructorForPendingRollsBack(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			ex, err := s.ExchangeCode(ctx, mustResolve(t, s, mainLink("e1", "org1", "c1")).Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boom := errors.New("injected failure")
+			s.hook = func(name string) error {
+				if name == "account" {
+					return boom
+				}
+				return nil
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "ida@partner.example", "Ida", "pw"); !errors.Is(err, boom) {
+				t.Fatalf("CreateInstructorForPending = %v, want the injected failure", err)
+			}
+			s.hook = nil
+			if n := count(t, s, "accounts"); n != 0 {
+				t.Errorf("accounts after a failure = %d, want 0", n)
+			}
+			if sess, err := s.Session(ctx, ex.Token); err != nil || !sess.Pending {
+				t.Errorf("pending session after a failure = %+v, %v, want it kept", sess, err)
+			}
+			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "ida@partner.example", "Ida", "pw"); err != nil {
+				t.Errorf("CreateInstructorForPending after the failure = %v", err)
+			}
+		})
+	}
+}

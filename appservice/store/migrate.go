@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+)
+
+// migrate applies every embedded migration newer than the database's version with goose's
+// Provider.
+//
+// Each file of migrations/ becomes a goose Go migration that substitutes the dialect's
+// placeholders (@IDENTITY@, @BLOB@, @NOW@, @CONTACTS_TO_PERSONS@) into the file's one SQL
+// text and runs it in the migration's transaction: goose's own SQL files cannot substitute.
+//
+// Versions are kept in the table the earlier hand-written runner made, schema_migrations
+// (version, name, applied_at), through versionTable, a goose database.Store: databases that
+// runner migrated (versions 1 and 2 recorded, no version 0) open as they are, with no
+// adoption step that could itself fail halfway.
+//
+// On PostgreSQL a session advisory lock, taken before the version table is created, keeps
+// app service instances starting at once from applying a migration twice (two concurrent
+// CREATE TABLE IF NOT EXISTS of one table can both pass the check); on SQLite, where goose
+// has no lock, each migration's IMMEDIATE transaction checks again that no other instance
+// applied it meanwhile.
+func (s *Store) migrate(ctx context.Context) error {
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+func (s *Store) provider() (*goose.Provider, error) {
+	ms, names, err := s.gooseMigrations()
+	if err != nil {
+		return nil, err
+	}
+	opts := []goose.ProviderOption{
+		goose.WithStore(&versionTable{s: s, names: names}),
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(ms...),
+	}
+	if s.d.name == "postgres" {
+		opts = append(opts, goose.WithSessionLocker(advisoryLock{}))
+	}
+	return goose.NewProvider(goose.DialectCustom, s.db, nil, opts...)
+}
+
+// gooseMigrations turns the embedded SQL files into goose Go migrations for this dialect.
+func (s *Store) gooseMigrations() ([]*goose.Migration, map[int64]string, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*goose.Migration
+	names := map[int64]string{}
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || v <= 0 || !strings.HasSuffix(name, ".sql") {
+			return nil, nil, fmt.Errorf("migration %s: name must start with a positive version and _ and end in .sql", name)
+		}
+		if _, dup := names[v]; dup {
+			return nil, nil, fmt.Errorf("migrations %s and %s share a version", names[v], name)
+		}
+		b, err := migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, nil, err
+		}
+		names[v] = name
+		text := string(b)
+		out = append(out, goose.NewGoMigration(v, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			// Another instance may have applied it since goose listed the versions: on
+			// SQLite nothing but this IMMEDIATE transaction orders the two.
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			for _, stmt := range splitStatements(s.expand(text)) {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			return nil
+		}}, nil))
+	}
+	return out, names, nil
+}
+
+// expand substitutes the dialect's placeholders into a migration's text.
+func (s *Store) expand(text string) string {
+	return strings.NewReplacer(
+		"@CONTACTS_TO_PERSONS@", s.d.contactsToPersons,
+		"@IDENTITY@", s.d.identity,
+		"@BLOB@", s.d.blob,
+		"@NOW@", strconv.FormatInt(s.now(), 10),
+	).Replace(text)
+}
+
+// schemaVersion returns the highest applied migration.
+func (s *Store) schemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
+	return int(v.Int64), err
+}
+
+// versionTable is goose's version store over schema_migrations. Goose wants a version 0 row
+// as the mark of an initialised table; databases of the earlier runner lack it, so
+// ListMigrations reports it when absent instead of a migration writing it.
+type versionTable struct {
+	s     *Store
+	names map[int64]string
+}
+
+func (v *versionTable) Tablename() string { return "schema_migrations" }
+
+func (v *versionTable) CreateVersionTable(ctx context.Context, db database.DBTxConn) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version BIGINT PRIMARY KEY,
+	name TEXT NOT NULL,
+	applied_at BIGINT NOT NULL
+)`)
+	return err
+}
+
+// TableExists asks the catalog, so a missing table is not a failed query (which would abort
+// an enclosing PostgreSQL transaction).
+func (v *versionTable) TableExists(ctx context.Context, db database.DBTxConn) (bool, error) {
+	q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	if v.s.d.name == "postgres" {
+		q = `SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`
+	}
+	var n int
+	err := db.QueryRowContext(ctx, q).Scan(&n)
+	return n > 0, err
+}
+
+func (v *versionTable) Insert(ctx context.Context, db database.DBTxConn, req database.InsertRequest) error {
+	name := v.names[req.Version]
+	if req.Version == 0 {
+		name = "goose version table"
+	}
+	_, err := db.ExecContext(ctx, v.s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)
+ON CONFLICT (version) DO NOTHING`), req.Version, name, v.s.now())
+	return err
+}
+
+func (v *versionTable) Delete(ctx context.Context, db database.DBTxConn, version int64) error {
+	_, err := db.ExecContext(ctx, v.s.q(`DELETE FROM schema_migrations WHERE version = ?`), version)
+	return err
+}
+
+func (v *versionTable) GetMigration(ctx context.Context, db database.DBTxConn, version int64) (*database.GetMigrationResult, error) {
+	var at int64
+	err := db.QueryRowContext(ctx, v.s.q(`SELECT applied_at FROM schema_migrations WHERE version = ?`), version).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		if version == 0 {
+			return &database.GetMigrationResult{IsApplied: true}, nil
+		}
+		return nil, database.ErrVersionNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &database.GetMigrationResult{Timestamp: time.UnixMilli(at), IsApplied: true}, nil
+}
+
+func (v *versionTable) GetLatestVersion(ctx context.Context, db database.DBTxConn) (int64, error) {
+	var n sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n.Int64, nil
+}
+
+func (v *versionTable) ListMigrations(ctx context.Context, db database.DBTxConn) ([]*database.ListMigrationsResult, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*database.ListMigrationsResult
+	zero := false
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		zero = zero || n == 0
+		out = append(out, &database.ListMigrationsResult{Version: n, IsApplied: true})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !zero {
+		out = append(out, &database.ListMigrationsResult{Version: 0, IsApplied: true})
+	}
+	return out, nil
+}
+
+// migrationLock is the PostgreSQL advisory lock key of schema changes, the earlier runner's,
+// so an old and a new instance starting together still take turns.
+const migrationLock = 7215001
+
+// advisoryLock is goose's session locker on PostgreSQL. It waits in pg_advisory_lock rather
+// than polling as goose's own locker does (every 5 seconds), so instances starting together
+// come up one right after the other.
+type advisoryLock struct{}
+
+func (advisoryLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(`+strconv.Itoa(migrationLock)+`)`)
+	return err
+}
+
+func (advisoryLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock(`+strconv.Itoa(migrationLock)+`)`)
+	return err
+}
+
+var (
+	_ database.StoreExtender = (*versionTable)(nil)
+)

@@ -1,0 +1,356 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Exercise is an exercise of the global catalogue or of one organization.
+type Exercise struct {
+	ID           int64
+	Name         string
+	Category     string
+	BodyPart     string
+	Equipment    string
+	Instructions string
+}
+
+// ExerciseQuery selects exercises: Text matches name, category, body part or equipment
+// (case-insensitive, part of a word); the others match exactly, any case; empty matches all.
+type ExerciseQuery struct {
+	Text      string
+	Category  string
+	BodyPart  string
+	Equipment string
+	Limit     int // at most 500; 50 when not positive
+}
+
+// likePattern makes a LIKE pattern that finds text anywhere, with LIKE's own wildcards in
+// text taken literally (the queries say ESCAPE '\').
+func likePattern(text string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(strings.ToLower(text)) + "%"
+}
+
+// Exercises searches the exercises orgID sees: the global catalogue and its own, by name.
+func (s *Store) Exercises(ctx context.Context, orgID int64, q ExerciseQuery) ([]Exercise, error) {
+	where := []string{`(organization_id IS NULL OR organization_id = ?)`}
+	args := []any{orgID}
+	if q.Text != "" {
+		where = append(where, `(LOWER(name) LIKE ? ESCAPE '\' OR LOWER(category) LIKE ? ESCAPE '\' OR LOWER(body_part) LIKE ? ESCAPE '\' OR LOWER(equipment) LIKE ? ESCAPE '\')`)
+		p := likePattern(q.Text)
+		args = append(args, p, p, p, p)
+	}
+	for col, v := range map[string]string{"category": q.Category, "body_part": q.BodyPart, "equipment": q.Equipment} {
+		if v != "" {
+			where = append(where, `LOWER(`+col+`) = ?`)
+			args = append(args, strings.ToLower(v))
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, category, body_part, equipment, instructions FROM exercises
+WHERE `+strings.Join(where, " AND ")+` ORDER BY name, id LIMIT ?`), append(args, clampLimit(q.Limit, 50, 500))...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Exercise{}
+	for rows.Next() {
+		var e Exercise
+		if err := rows.Scan(&e.ID, &e.Name, &e.Category, &e.BodyPart, &e.Equipment, &e.Instructions); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Exercise returns an exercise that orgID sees.
+func (s *Store) Exercise(ctx context.Context, orgID, id int64) (*Exercise, error) {
+	e := &Exercise{ID: id}
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT name, category, body_part, equipment, instructions FROM exercises
+WHERE id = ? AND (organization_id IS NULL OR organization_id = ?)`), id, orgID).
+		Scan(&e.Name, &e.Category, &e.BodyPart, &e.Equipment, &e.Instructions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return e, err
+}
+
+// Item is one exercise of a workout plan, with its dose.
+type Item struct {
+	ID          int64
+	ExerciseID  int64
+	Exercise    *Exercise // filled when read
+	Position    int       // 1-based, the order of the plan
+	Sets        int
+	Reps        int
+	HoldSeconds int
+	RestSeconds int
+	Load        string // e.g. "5 kg"
+	Note        string
+}
+
+// Workout is a workout plan, or a template when Template is set.
+type Workout struct {
+	ID             int64
+	Title          string
+	Notes          string
+	Template       bool
+	PersonID       int64   // the executor; 0 for templates
+	Person         *Person // the executor as the plan's organization knows them
+	OwnerAccountID int64
+	OwnerName      string
+	Items          []Item
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	orgID          int64
+}
+
+// WorkoutQuery selects workout plans of an organization: Templates selects the template
+// library (the organization's and the global ones) instead of plans; PersonID the plans of
+// one person; ChangedSince those changed on or after it; Text matches title or notes.
+type WorkoutQuery struct {
+	Text         string
+	Templates    bool
+	PersonID     int64
+	ChangedSince time.Time
+	Limit        int // at most 500; 100 when not positive
+}
+
+const workoutColumns = `w.id, w.organization_id, w.title, w.notes, w.is_template, w.person_id, w.owner_account_id,
+	COALESCE(a.display_name, ''), w.created_at, w.updated_at`
+
+// workoutRows reads the workouts selected by where (on workouts w), with their items and
+// executors.
+func (s *Store) workoutRows(ctx context.Context, q queryer, where string, args ...any) ([]Workout, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT `+workoutColumns+`
+FROM workouts w LEFT JOIN accounts a ON a.id = w.owner_account_id WHERE `+where), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Workout{}
+	for rows.Next() {
+		var w Workout
+		var org, person, owner sql.NullInt64
+		var tmpl int
+		var created, updated int64
+		if err := rows.Scan(&w.ID, &org, &w.Title, &w.Notes, &tmpl, &person, &owner, &w.OwnerName, &created, &updated); err != nil {
+			return nil, err
+		}
+		w.orgID, w.PersonID, w.OwnerAccountID, w.Template = org.Int64, person.Int64, owner.Int64, tmpl == 1
+		w.CreatedAt, w.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	for i := range out {
+		w := &out[i]
+		if w.Items, err = s.items(ctx, q, w.ID); err != nil {
+			return nil, err
+		}
+		if w.PersonID != 0 {
+			if w.Person, err = s.readPerson(ctx, q, w.orgID, w.PersonID); err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) items(ctx context.Context, q queryer, workoutID int64) ([]Item, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT i.id, i.position, i.sets, i.reps, i.hold_seconds, i.load, i.rest_seconds, i.note,
+	e.id, e.name, e.category, e.body_part, e.equipment, e.instructions
+FROM workout_items i JOIN exercises e ON e.id = i.exercise_id WHERE i.workout_id = ? ORDER BY i.position, i.id`), workoutID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Item{}
+	for rows.Next() {
+		it := Item{Exercise: &Exercise{}}
+		e := it.Exercise
+		if err := rows.Scan(&it.ID, &it.Position, &it.Sets, &it.Reps, &it.HoldSeconds, &it.Load, &it.RestSeconds, &it.Note,
+			&e.ID, &e.Name, &e.Category, &e.BodyPart, &e.Equipment, &e.Instructions); err != nil {
+			return nil, err
+		}
+		it.ExerciseID = e.ID
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// visibleWorkout is the condition on w for what orgID sees: its own plans and templates, and
+// the global templates.
+const visibleWorkout = `(w.organization_id = ? OR (w.organization_id IS NULL AND w.is_template = 1))`
+
+// Workouts searches the workout plans (or templates) of orgID, most recently changed first.
+// A PersonID of another organization is ErrNotFound.
+func (s *Store) Workouts(ctx context.Context, orgID int64, q WorkoutQuery) ([]Workout, error) {
+	where := []string{`w.organization_id = ?`, `w.is_template = 0`}
+	args := []any{orgID}
+	if q.Templates {
+		where = []string{visibleWorkout, `w.is_template = 1`}
+	}
+	if q.PersonID != 0 {
+		if _, err := s.readPerson(ctx, s.db, orgID, q.PersonID); err != nil {
+			return nil, err
+		}
+		where = append(where, `w.person_id = ?`)
+		args = append(args, q.PersonID)
+	}
+	if !q.ChangedSince.IsZero() {
+		where = append(where, `w.updated_at >= ?`)
+		args = append(args, q.ChangedSince.UnixMilli())
+	}
+	if q.Text != "" {
+		where = append(where, `(LOWER(w.title) LIKE ? ESCAPE '\' OR LOWER(w.notes) LIKE ? ESCAPE '\')`)
+		p := likePattern(q.Text)
+		args = append(args, p, p)
+	}
+	return s.workoutRows(ctx, s.db, strings.Join(where, " AND ")+` ORDER BY w.updated_at DESC, w.id DESC LIMIT ?`,
+		append(args, clampLimit(q.Limit, 100, 500))...)
+}
+
+// Workout returns a workout plan or template that orgID sees.
+func (s *Store) Workout(ctx context.Context, orgID, id int64) (*Workout, error) {
+	return s.oneWorkout(ctx, s.db, visibleWorkout+` AND w.id = ?`, orgID, id)
+}
+
+func (s *Store) oneWorkout(ctx context.Context, q queryer, where string, args ...any) (*Workout, error) {
+	ws, err := s.workoutRows(ctx, q, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) == 0 {
+		return nil, ErrNotFound
+	}
+	return &ws[0], nil
+}
+
+// CreateWorkout creates a workout plan of orgID for personID, owned by ownerAccountID, or a
+// template of orgID when personID is 0. With templateID (a template orgID sees), the plan
+// starts as a copy of the template's notes and items, and its title when title is empty.
+// Ids of another organization are ErrNotFound.
+func (s *Store) CreateWorkout(ctx context.Context, orgID, ownerAccountID, personID, templateID int64, title string) (*Workout, error) {
+	var out *Workout
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		if personID != 0 {
+			if _, err := s.readPerson(ctx, tx, orgID, personID); err != nil {
+				return err
+			}
+		}
+		notes := ""
+		var items []Item
+		if templateID != 0 {
+			t, err := s.oneWorkout(ctx, tx, visibleWorkout+` AND w.is_template = 1 AND w.id = ?`, orgID, templateID)
+			if err != nil {
+				return err
+			}
+			notes, items = t.Notes, t.Items
+			if title == "" {
+				title = t.Title
+			}
+		}
+		if title = strings.TrimSpace(title); title == "" {
+			title = "Workout plan"
+		}
+		person := sql.NullInt64{Int64: personID, Valid: personID != 0}
+		owner := sql.NullInt64{Int64: ownerAccountID, Valid: ownerAccountID != 0}
+		tmpl := 0
+		if personID == 0 {
+			tmpl = 1
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO workouts (organization_id, person_id, owner_account_id, title, notes, is_template, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), orgID, person, owner, title, notes, tmpl, now, now).Scan(&id); err != nil {
+			return err
+		}
+		if err := s.step("workout"); err != nil {
+			return err
+		}
+		if err := s.insertItems(ctx, tx, orgID, id, items); err != nil {
+			return err
+		}
+		var err error
+		out, err = s.oneWorkout(ctx, tx, `w.id = ?`, id)
+		return err
+	})
+	return out, err
+}
+
+// UpdateWorkout sets the title, notes and items of a workout plan or template of orgID
+// (global templates cannot be changed: ErrNotFound), replacing the items in the order
+// given. Each item's exercise must be one orgID sees.
+func (s *Store) UpdateWorkout(ctx context.Context, orgID, id int64, title, notes string, items []Item) (*Workout, error) {
+	var out *Workout
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE workouts SET title = ?, notes = ?, updated_at = ? WHERE id = ? AND organization_id = ?`),
+			strings.TrimSpace(title), notes, s.now(), id, orgID)
+		if err := oneRow(res, err); err != nil {
+			return err
+		}
+		if err := s.step("workout"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM workout_items WHERE workout_id = ?`), id); err != nil {
+			return err
+		}
+		if err := s.insertItems(ctx, tx, orgID, id, items); err != nil {
+			return err
+		}
+		out, err = s.oneWorkout(ctx, tx, `w.id = ?`, id)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) insertItems(ctx context.Context, tx *sql.Tx, orgID, workoutID int64, items []Item) error {
+	for i, it := range items {
+		if err := s.step("item"); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO workout_items (workout_id, position, exercise_id, sets, reps, hold_seconds, load, rest_seconds, note)
+SELECT ?, ?, e.id, ?, ?, ?, ?, ?, ? FROM exercises e WHERE e.id = ? AND (e.organization_id IS NULL OR e.organization_id = ?)`),
+			workoutID, i+1, it.Sets, it.Reps, it.HoldSeconds, it.Load, it.RestSeconds, it.Note, it.ExerciseID, orgID)
+		if err := oneRow(res, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memberPerson is the person of a member account.
+func (s *Store) memberPerson(ctx context.Context, memberAccountID int64) (int64, error) {
+	var person sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT contact_id FROM accounts WHERE id = ? AND role = ?`), memberAccountID, RoleMember).Scan(&person)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !person.Valid) {
+		return 0, ErrNotFound
+	}
+	return person.Int64, err
+}
+
+// MemberWorkouts lists the workout plans made for a member account's person, in every
+// organization, most recently changed first.
+func (s *Store) MemberWorkouts(ctx context.Context, memberAccountID int64) ([]Workout, error) {
+	person, err := s.memberPerson(ctx, memberAccountID)
+	if err != nil {
+		return nil, err
+	}
+	return s.workoutRows(ctx, s.db, `w.person_id = ? AND w.is_template = 0 ORDER BY w.updated_at DESC, w.id DESC`, person)
+}
+
+// MemberWorkout returns a workout plan made for a member account's person.
+func (s *Store) MemberWorkout(ctx context.Context, memberAccountID, id int64) (*Workout, error) {
+	person, err := s.memberPerson(ctx, memberAccountID)
+	if err != nil {
+		return nil, err
+	}
+	return s.oneWorkout(ctx, s.db, `w.person_id = ? AND w.is_template = 0 AND w.id = ?`, person, id)
+}
