@@ -77,3 +77,8 @@ export function dose(item) {
 export function paragraphs(text, attrs = {}) {
   return h("div", attrs, String(text || "").split(/\n+/).filter((s) => s.trim() !== "").map((s) => h("p", {}, s)));
 }
+
+// count is "1 exercise" or "3 exercises".
+export function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}

@@ -114,7 +114,7 @@ function editor(w) {
     items = (current.exercises || []).map(itemOf);
     draw();
     dirtyNote.hidden = true;
-    workoutShown(current);
+    state.openWorkout = current;
     replace(heading, current.name || "(untitled plan)");
     replace(msg, h("p", { class: "info", id: "editor-saved" }, "Saved."));
   };

@@ -1,7 +1,7 @@
 // The member's (Go) views: the plans their instructors made for them, from every
 // organization (/go), and one plan with each exercise's instructions (/go/workouts/{id}).
 
-import { h, dose, paragraphs, formatDate } from "../dom.js";
+import { h, dose, paragraphs, formatDate, count } from "../dom.js";
 import { api } from "../api.js";
 import { state } from "../state.js";
 import { workoutShown } from "../actions.js";
@@ -15,7 +15,7 @@ export async function myPlansView() {
       ? h("p", { class: "hint", id: "my-plans-empty" }, "No workout plans yet. Your instructor's plans for you appear here.")
       : h("ul", { class: "cards", id: "my-plans-list" }, workouts.map((w) => h("li", { class: "plan-card", "data-testid": "my-plan", "data-id": w.id },
         h("h2", {}, h("a", { href: `/go/workouts/${encodeURIComponent(w.id)}`, class: "workout-link" }, w.name)),
-        h("p", { class: "meta" }, `${w.exerciseCount ?? (w.exercises || []).length} exercises`,
+        h("p", { class: "meta" }, count(w.exerciseCount ?? (w.exercises || []).length, "exercise"),
           w.owner ? ` · from ${w.owner}` : "", w.lastChangedAt ? ` · ${formatDate(w.lastChangedAt)}` : "")))));
 }
 

@@ -1,7 +1,7 @@
 // The organization's workout plans (/app/workouts?q=…) and the template library
 // (/app/templates?q=…).
 
-import { h, field, formatDate } from "../dom.js";
+import { h, field, formatDate, count } from "../dom.js";
 import { api } from "../api.js";
 import { state, personName } from "../state.js";
 import { createWorkout } from "../actions.js";
@@ -38,7 +38,7 @@ export async function templatesView({ query }) {
       : h("ul", { class: "cards", id: "template-results" }, templates.map((t) => h("li", { class: "template", "data-testid": "template", "data-id": t.id },
         h("h2", {}, h("a", { href: `/app/workouts/${encodeURIComponent(t.id)}`, class: "workout-link" }, t.name)),
         t.description ? h("p", {}, t.description) : null,
-        h("p", { class: "meta" }, `${t.exerciseCount ?? (t.exercises || []).length} exercises`, t.lastChangedAt ? ` · ${formatDate(t.lastChangedAt)}` : ""),
+        h("p", { class: "meta" }, count(t.exerciseCount ?? (t.exercises || []).length, "exercise"), t.lastChangedAt ? ` · ${formatDate(t.lastChangedAt)}` : ""),
         focus ? action(h("button", { type: "button", "data-testid": "template-use", "data-id": t.id }, "Use for ", personName(focus)), msg,
           () => createWorkout({ personId: focus.id, templateId: t.id })) : null))));
 }
