@@ -65,7 +65,9 @@ export async function render(data) {
   if (failure) throw failure;
 }
 
+// errorView shows a view's failure; none for an ended session, whose view main.js shows.
 function errorView(e) {
+  if (e && e.code === "session_required") return null;
   return h("section", { class: "card", id: "view-error", "data-testid": "view-error" },
     h("h1", {}, "Something went wrong"),
     h("p", { class: "error", id: "view-error-message" }, e && e.message ? e.message : String(e)),
