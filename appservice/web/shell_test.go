@@ -45,7 +45,7 @@ func TestShellViews(t *testing.T) {
 				role = "member"
 			}
 			for _, want := range []string{`<meta name="app-role" content="` + role + `">`, `<meta name="csrf-token" content="`,
-				`<script type="module" src="/app/static/app/main.js"></script>`, `id="signout"`, `id="organization">North Clinic<`} {
+				`<script type="module" src="/app/static/app/main.js" async></script>`, `id="signout"`, `id="organization">North Clinic<`} {
 				if !strings.Contains(page, want) {
 					t.Errorf("GET %s lacks %q:\n%s", p, want, page)
 				}

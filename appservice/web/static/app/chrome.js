@@ -6,23 +6,45 @@ import { invalid } from "./api.js";
 import { personName } from "./state.js";
 
 // renderFocus shows the session's person in focus and case, with the same ids as the
-// server-rendered bar.
+// server-rendered bar. When the bar has the right parts already it only changes what
+// differs, so an element someone holds (a screen reader, a browser test reading the
+// server-rendered values) stays in the document.
 export function renderFocus(status) {
   const bar = document.getElementById("focus");
   if (!bar || !status) return;
   const p = status.person;
+  const personText = p ? {
+    "contact-name": personName(p),
+    "contact-birthdate": p.birthDate || "not given",
+    "contact-partner-id": (p.partnerIds || []).join(", ") || p.customId || "",
+  } : {};
+  const personHref = p ? `/app/persons/${encodeURIComponent(p.id)}` : "";
+  const caseHref = status.caseId ? `/app/cases/${encodeURIComponent(status.caseId)}` : "";
+  const has = (id) => document.getElementById(id) !== null;
+  if (has("contact-name") === Boolean(p) && has("case") === Boolean(status.caseId)) {
+    for (const [id, text] of Object.entries({ ...personText, case: status.caseId || "" })) {
+      const el = document.getElementById(id);
+      if (el && el.textContent !== text) el.textContent = text;
+    }
+    const links = { "contact-link": personHref, "case-link": caseHref };
+    for (const [id, href] of Object.entries(links)) {
+      const el = document.getElementById(id);
+      if (el && href && el.getAttribute("href") !== href) el.setAttribute("href", href);
+    }
+    return;
+  }
   const items = [];
   if (p) {
     items.push(h("span", { class: "label" }, "Contact in focus"), " ",
-      h("a", { id: "contact-link", href: `/app/persons/${encodeURIComponent(p.id)}` }, h("strong", { id: "contact-name" }, personName(p))), " ",
-      h("span", { class: "label" }, "Birthdate"), " ", h("span", { id: "contact-birthdate" }, p.birthDate || "not given"), " ",
-      h("span", { class: "label" }, "Partner id"), " ", h("code", { id: "contact-partner-id" }, (p.partnerIds || []).join(", ") || p.customId || ""));
+      h("a", { id: "contact-link", href: personHref }, h("strong", { id: "contact-name" }, personText["contact-name"])), " ",
+      h("span", { class: "label" }, "Birthdate"), " ", h("span", { id: "contact-birthdate" }, personText["contact-birthdate"]), " ",
+      h("span", { class: "label" }, "Partner id"), " ", h("code", { id: "contact-partner-id" }, personText["contact-partner-id"]));
   } else {
     items.push(h("span", { id: "no-contact" }, "No contact in focus. Open the application from your partner application, or pick a person under Persons."));
   }
   if (status.caseId) {
     items.push(" ", h("span", { class: "label" }, "Case"), " ",
-      h("a", { id: "case-link", href: `/app/cases/${encodeURIComponent(status.caseId)}` }, h("code", { id: "case" }, status.caseId)));
+      h("a", { id: "case-link", href: caseHref }, h("code", { id: "case" }, status.caseId)));
   }
   replace(bar, items);
 }

@@ -80,7 +80,13 @@ async function boot() {
   await start().catch(() => {});
 }
 
-const ready = boot();
+// The module runs async, so that DOMContentLoaded does not wait for the module graph
+// (DevTools clients, the browser tests among them, re-read the document at that event);
+// the views need the whole shell parsed.
+const parsed = document.readyState === "loading"
+  ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
+  : Promise.resolve();
+const ready = parsed.then(boot);
 install(ready);
 ready.then(() => {
   emit("ready", { version: 1 });
