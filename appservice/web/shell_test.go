@@ -168,6 +168,55 @@ func TestModules(t *testing.T) {
 	}
 }
 
+// TestModuleExports: every name a module imports is exported by the module it names, and
+// every export has an importer (node --check resolves neither; a typo would show only in a
+// browser, and an unused export is dead code).
+func TestModuleExports(t *testing.T) {
+	named := regexp.MustCompile(`(?m)^import\s*\{([^}]*)\}\s*from\s*"([^"]+)"`)
+	star := regexp.MustCompile(`(?m)^import\s*\*\s*as\s+\w+\s+from\s*"([^"]+)"`)
+	exported := regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function|const|class|let)\s+(\w+)`)
+	exports, used := map[string][]string{}, map[string]map[string]bool{}
+	mods := appModules(t)
+	for _, mod := range mods {
+		src, _ := staticFS.ReadFile(mod)
+		for _, m := range exported.FindAllStringSubmatch(string(src), -1) {
+			exports[mod] = append(exports[mod], m[1])
+		}
+		used[mod] = map[string]bool{}
+	}
+	for _, mod := range mods {
+		src, _ := staticFS.ReadFile(mod)
+		for _, m := range named.FindAllStringSubmatch(string(src), -1) {
+			target := path.Join(path.Dir(mod), m[2])
+			for _, name := range strings.Split(m[1], ",") {
+				name, _, _ = strings.Cut(strings.TrimSpace(name), " as ")
+				if name == "" {
+					continue
+				}
+				if !slices.Contains(exports[target], name) {
+					t.Errorf("%s imports %s from %s, which does not export it", mod, name, target)
+				}
+				if used[target] != nil {
+					used[target][name] = true
+				}
+			}
+		}
+		for _, m := range star.FindAllStringSubmatch(string(src), -1) {
+			target := path.Join(path.Dir(mod), m[1])
+			for _, name := range exports[target] {
+				used[target][name] = true
+			}
+		}
+	}
+	for mod, names := range exports {
+		for _, name := range names {
+			if !used[mod][name] {
+				t.Errorf("%s exports %s, which no module imports", mod, name)
+			}
+		}
+	}
+}
+
 // TestModuleRoutes: main.js routes exactly the view paths the server answers with the shell.
 func TestModuleRoutes(t *testing.T) {
 	src, err := staticFS.ReadFile("static/app/main.js")

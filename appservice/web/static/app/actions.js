@@ -8,7 +8,7 @@ import { emit } from "./host.js";
 import { navigate } from "./router.js";
 
 // setStatus keeps a status answer and shows it.
-export function setStatus(st) {
+function setStatus(st) {
   state.status = st;
   setCSRFToken(st && st.csrfToken);
   renderFocus(st);

@@ -46,7 +46,7 @@ function query(params) {
 }
 
 // request calls the API and returns the decoded JSON answer, or throws SvcAppError.
-export async function request(method, path, { params, body } = {}) {
+async function request(method, path, { params, body } = {}) {
   const headers = { Accept: "application/json" };
   const init = { method, headers, credentials: "same-origin", cache: "no-store" };
   if (method !== "GET") headers["X-CSRF-Token"] = csrf;

@@ -44,8 +44,8 @@ export function field(label, control) {
 }
 
 // select builds a <select> with an "any" option and the given values.
-export function select(id, anyLabel, values, current) {
-  return h("select", { id, name: id },
+export function select(id, name, anyLabel, values, current) {
+  return h("select", { id, name },
     h("option", { value: "" }, anyLabel),
     values.map((v) => h("option", { value: v, selected: v === current }, v)));
 }

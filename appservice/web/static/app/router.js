@@ -8,6 +8,7 @@ const routes = [];
 let notFound = () => h("p", {}, "Not found.");
 let shown = 0; // the latest render wins when views load concurrently
 let afterRender = () => {};
+const baseTitle = document.title;
 
 // route adds a view for pattern ("/app/persons/:id"); view({params, query, data}) returns
 // an element or a Promise of one.
@@ -44,7 +45,7 @@ function match(pathname) {
 // render shows the view for the current address; data, when given, is what the view
 // would otherwise fetch (window.svcApp fetched it already). It resolves when the view is
 // on the page, and rejects with the view's error after showing it.
-export async function render(data) {
+async function render(data) {
   const ticket = ++shown;
   const url = new URL(window.location.href);
   const { view, params } = match(url.pathname);
@@ -60,7 +61,11 @@ export async function render(data) {
   }
   if (ticket !== shown) return; // a later navigation took over
   main.removeAttribute("aria-busy");
-  if (el) replace(main, el);
+  if (el) {
+    replace(main, el);
+    const h1 = main.querySelector("h1");
+    document.title = h1 ? `${h1.textContent} · ${baseTitle}` : baseTitle;
+  }
   afterRender(url.pathname);
   if (failure) throw failure;
 }
@@ -102,13 +107,20 @@ function ours(a, event) {
   return routes.some((r) => r.re.test(p));
 }
 
+// moveFocus puts the keyboard focus and the screen at the top of a view the person
+// opened by a link, as a page load would.
+function moveFocus() {
+  window.scrollTo(0, 0);
+  document.getElementById("view").focus({ preventScroll: true });
+}
+
 // start shows the current address and takes over links and back/forward.
 export function start() {
   document.addEventListener("click", (event) => {
     const a = event.target instanceof Element ? event.target.closest("a[href]") : null;
     if (!a || !ours(a, event)) return;
     event.preventDefault();
-    navigate(a.pathname + a.search).catch(() => {});
+    navigate(a.pathname + a.search).catch(() => {}).finally(moveFocus);
   });
   window.addEventListener("popstate", () => { render().catch(() => {}); });
   return render();

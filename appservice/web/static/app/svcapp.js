@@ -29,31 +29,40 @@ export function install(ready) {
     throw e instanceof SvcAppError ? e : new SvcAppError({ code: "internal_error", message: String((e && e.message) || e) });
   });
 
+  // instructor wraps a function for instructors only: in Go (the member shell) it rejects
+  // as the API would, before showing an instructor's view there.
+  const instructor = (fn) => (...args) => run(() => {
+    if (state.role !== "instructor") {
+      throw new SvcAppError({ code: "role_forbidden", message: "Only an instructor can do this.", status: 403 });
+    }
+    return fn(...args);
+  });
+
   const svcApp = Object.freeze({
     version: 1,
 
     status: () => run(async () => actions.publicStatus(await actions.refreshStatus())),
 
-    selectPerson: (args) => run(() => {
+    selectPerson: instructor((args) => {
       if (!args || typeof args !== "object" || Array.isArray(args)) throw invalid("args", "must be an object");
       return actions.selectPerson(args);
     }),
 
-    queryExercises: (text = "") => run(async () => {
+    queryExercises: instructor(async (text = "") => {
       const q = String(text ?? "");
       const { exercises = [] } = await api.exercises({ q });
       await navigate(`/app/exercises${qs({ q })}`, { data: exercises });
       return exercises;
     }),
 
-    queryWorkouts: (text = "") => run(async () => {
+    queryWorkouts: instructor(async (text = "") => {
       const q = String(text ?? "");
       const { workouts = [] } = await api.workouts({ q });
       await navigate(`/app/workouts${qs({ q })}`, { data: workouts });
       return workouts;
     }),
 
-    getWorkoutsForClient: ({ customId = "", userId = 0, from = "" } = {}) => run(async () => {
+    getWorkoutsForClient: instructor(async ({ customId = "", userId = 0, from = "" } = {}) => {
       if (!customId && !userId) throw invalid("customId", "customId or userId is required");
       const params = { customId: customId ? String(customId) : "", personId: userId ? id("userId", userId) : "", from: from ? String(from) : "" };
       return (await api.workouts(params)).workouts || [];
@@ -65,15 +74,15 @@ export function install(ready) {
       return w;
     }),
 
-    createWorkout: ({ personId, templateId = 0, title = "" } = {}) => run(() => {
+    createWorkout: instructor(({ personId, templateId = 0, title = "" } = {}) => {
       const person = personId ?? (state.status && state.status.person && state.status.person.id);
       if (!person) throw invalid("personId", "no person given and none in focus");
       return actions.createWorkout({ personId: id("personId", person), templateId: templateId ? id("templateId", templateId) : 0, title });
     }),
 
-    getListOfUsers: ({ customId = "" } = {}) => run(async () => (await api.persons({ customId: String(customId || "") })).persons || []),
+    getListOfUsers: instructor(async ({ customId = "" } = {}) => (await api.persons({ customId: String(customId || "") })).persons || []),
 
-    setCustomId: (userId, customId) => run(async () => {
+    setCustomId: instructor(async (userId, customId) => {
       if (typeof customId !== "string") throw invalid("customId", "must be a string");
       const p = await api.setCustomId(id("userId", userId), customId);
       const path = window.location.pathname;
@@ -84,13 +93,13 @@ export function install(ready) {
       return p;
     }),
 
-    setCase: (caseId) => run(async () => {
+    setCase: instructor(async (caseId) => {
       if (typeof caseId !== "string") throw invalid("caseId", "must be a string");
       if (caseId.length > 128) throw invalid("caseId", "at most 128 characters");
       return actions.publicStatus(await actions.setCase(caseId));
     }),
 
-    exportWorkout: ({ workoutId, caseId = "" } = {}) => run(async () => {
+    exportWorkout: instructor(async ({ workoutId, caseId = "" } = {}) => {
       const wid = workoutId ?? (state.openWorkout && state.openWorkout.id);
       if (!wid) throw invalid("workoutId", "no workout given and none open");
       const e = await actions.exportWorkout(id("workoutId", wid), String(caseId || ""));

@@ -3,7 +3,7 @@
 import { h, replace, formatDate } from "../dom.js";
 import { personName } from "../state.js";
 
-// errorBox shows a failure with its fields, in place of the contents of slot.
+// showError shows a failure with its fields, in place of the contents of slot.
 export function showError(slot, err) {
   replace(slot, h("div", { class: "error", role: "alert", "data-testid": "error" },
     h("span", { class: "error-message" }, err && err.message ? err.message : String(err)),

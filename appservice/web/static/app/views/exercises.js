@@ -9,7 +9,7 @@ import { formNavigate } from "../router.js";
 let facetsOnce = null;
 
 // facets are the categories, body parts and equipment the catalogue has, read once.
-export function facets() {
+function facets() {
   if (!facetsOnce) {
     facetsOnce = api.exercises({ limit: 1000 }).then(({ exercises = [] }) => {
       const distinct = (k) => [...new Set(exercises.map((e) => e[k]).filter(Boolean))].sort();
@@ -23,25 +23,17 @@ export function facets() {
 }
 
 // exerciseQuery reads the search from an address's query.
-export function exerciseQuery(query) {
+function exerciseQuery(query) {
   return { q: query.get("q") || "", category: query.get("category") || "", bodyPart: query.get("bodyPart") || "", equipment: query.get("equipment") || "" };
 }
 
-// searchForm is the exercise search; prefix keeps ids apart when two are on one page.
-export function searchForm(prefix, q, f) {
+// searchFields are the exercise search's fields.
+function searchFields(q, f) {
   return h("div", { class: "search-fields" },
-    field("Search", h("input", { id: `${prefix}-q`, name: "q", type: "search", value: q.q, placeholder: "Name or instructions" })),
-    field("Category", select(`${prefix}-category`, "Any category", f.category, q.category)),
-    field("Body part", select(`${prefix}-body-part`, "Any body part", f.bodyPart, q.bodyPart)),
-    field("Equipment", select(`${prefix}-equipment`, "Any equipment", f.equipment, q.equipment)));
-}
-
-// The selects are named after their ids; the query uses the API's names.
-function fixNames(form, prefix) {
-  form.querySelector(`#${prefix}-category`).name = "category";
-  form.querySelector(`#${prefix}-body-part`).name = "bodyPart";
-  form.querySelector(`#${prefix}-equipment`).name = "equipment";
-  return form;
+    field("Search", h("input", { id: "exercise-q", name: "q", type: "search", value: q.q, placeholder: "Name or instructions" })),
+    field("Category", select("exercise-category", "category", "Any category", f.category, q.category)),
+    field("Body part", select("exercise-body-part", "bodyPart", "Any body part", f.bodyPart, q.bodyPart)),
+    field("Equipment", select("exercise-equipment", "equipment", "Any equipment", f.equipment, q.equipment)));
 }
 
 export async function exercisesView({ query, data }) {
@@ -50,9 +42,8 @@ export async function exercisesView({ query, data }) {
     facets().catch(() => ({ category: [], bodyPart: [], equipment: [] })),
     data ? Promise.resolve(data) : api.exercises({ ...q, limit: 100 }).then((r) => r.exercises || []),
   ]);
-  const form = fixNames(h("form", { class: "search", id: "exercise-search", role: "search" },
-    searchForm("exercise", q, f), h("button", { type: "submit", id: "exercise-search-submit" }, "Search")), "exercise");
-  formNavigate(form, "/app/exercises");
+  const form = formNavigate(h("form", { class: "search", id: "exercise-search", role: "search" },
+    searchFields(q, f), h("button", { type: "submit", id: "exercise-search-submit" }, "Search")), "/app/exercises");
   return h("section", { class: "card", id: "exercises", "data-testid": "exercises" },
     h("h1", {}, "Exercises"),
     form,
@@ -64,13 +55,8 @@ export async function exercisesView({ query, data }) {
 
 export async function exerciseView({ params }) {
   const e = await api.exercise(params.id);
-  return exerciseDetail(e, "/app/exercises");
-}
-
-// exerciseDetail shows an exercise and its instructions; back links to the search.
-export function exerciseDetail(e, back) {
   return h("article", { class: "card", id: "exercise", "data-testid": "exercise", "data-id": e.id },
-    back ? h("p", {}, h("a", { href: back, id: "exercise-back" }, "← Exercises")) : null,
+    h("p", {}, h("a", { href: "/app/exercises", id: "exercise-back" }, "← Exercises")),
     h("h1", { id: "exercise-name" }, e.name),
     dl([["Category", e.category, "exercise-category"], ["Body part", e.bodyPart, "exercise-body-part"], ["Equipment", e.equipment, "exercise-equipment"]]),
     h("h2", {}, "Instructions"),
