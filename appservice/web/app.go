@@ -112,7 +112,7 @@ func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, code strin
 		return
 	}
 	// The one page with a script: login.js submits the form. Still no inline script.
-	w.Header().Set("Content-Security-Policy", h.csp("'self'", h.cfg.FrameAncestors))
+	w.Header().Set("Content-Security-Policy", h.csp(ownScripts, h.cfg.FrameAncestors))
 	h.render(w, http.StatusOK, "login", d)
 }
 
@@ -294,7 +294,7 @@ func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// Never in a frame, not even a partner's: a framed page could be overlaid so that a
 	// click meant for something else presses "Link to my account".
-	w.Header().Set("Content-Security-Policy", h.csp("", "'none'"))
+	w.Header().Set("Content-Security-Policy", h.csp(noScript, "'none'"))
 	w.Header().Set("X-Frame-Options", "DENY")
 	d := linkData{pageData: pageData{Session: s, CSRF: h.csrfToken(w, r)}}
 	d.EmailDiffers = s.Employee.Email != "" && s.Account.Email != "" && !strings.EqualFold(s.Employee.Email, s.Account.Email)
@@ -365,31 +365,6 @@ func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
 type pageData struct {
 	*store.Session
 	CSRF string
-}
-
-func (h *Handler) appPage(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
-	if s == nil || s.Pending {
-		http.Redirect(w, r, "/app/signin", http.StatusSeeOther)
-		return
-	}
-	if s.Account.Role != store.RoleInstructor || s.ConfirmLink {
-		http.Redirect(w, r, landing(s), http.StatusSeeOther)
-		return
-	}
-	h.render(w, http.StatusOK, "app", pageData{Session: s, CSRF: h.csrfToken(w, r)})
-}
-
-func (h *Handler) goPage(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
-	if s == nil || s.Pending || s.Account.Role != store.RoleMember {
-		h.render(w, http.StatusUnauthorized, "message", map[string]string{
-			"Title": "Not signed in",
-			"Text":  "Open Go from the application of your clinic or center again to sign in.",
-		})
-		return
-	}
-	h.render(w, http.StatusOK, "go", pageData{Session: s, CSRF: h.csrfToken(w, r)})
 }
 
 // csrfToken returns the form token for this browser, setting a new CSRF cookie when the

@@ -1,7 +1,7 @@
 // Package web is the app service's HTTP side: the partner link endpoints that the gateway
-// forwards to (/partner/{name}/url and /payload), the one-time code exchange, and the small
-// web application behind it (sign-in for service accounts, the instructor's application page
-// with the contact in focus, the Go member page).
+// forwards to (/partner/{name}/url and /payload), the one-time code exchange, and the web
+// application behind it: sign-in for service accounts, and the shell of the single-page
+// application (static/app) for instructors and Go members.
 package web
 
 import (
@@ -107,8 +107,12 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("POST /app/link", h.confirmLink)
 	h.mux.HandleFunc("POST /app/signout", h.signout)
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
-	h.mux.HandleFunc("GET /app", h.appPage)
-	h.mux.HandleFunc("GET /go", h.goPage)
+	for _, p := range instructorViews {
+		h.mux.HandleFunc("GET "+p, h.appShell)
+	}
+	for _, p := range memberViews {
+		h.mux.HandleFunc("GET "+p, h.goShell)
+	}
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -121,8 +125,9 @@ func New(cfg Config) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	// No script: the pages are server-rendered and the redirect page uses a meta refresh.
-	// The login page alone allows the site's own script file (loginPage).
-	hdr.Set("Content-Security-Policy", h.csp("", h.cfg.FrameAncestors))
+	// The login page allows the site's own script file (loginPage), the application shell
+	// its own modules and API (renderShell).
+	hdr.Set("Content-Security-Policy", h.csp(noScript, h.cfg.FrameAncestors))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	// Login URLs carry a code: no page sends its address on to another site. Not
 	// no-referrer: with it browsers send "Origin: null" on same-site form posts, which the
@@ -136,13 +141,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// csp is the Content-Security-Policy with the given frame-ancestors sources, and with
-// script-src scriptSrc when that is not empty (default-src 'none' forbids scripts).
-func (h *Handler) csp(scriptSrc, frameAncestors string) string {
-	if scriptSrc != "" {
-		scriptSrc = "script-src " + scriptSrc + "; "
+// scriptPolicy is what a page may run and fetch.
+type scriptPolicy int
+
+const (
+	noScript   scriptPolicy = iota // server-rendered pages
+	ownScripts                     // the site's own script files (the login page)
+	ownApp                         // the site's own modules calling the site's own API (the shell)
+)
+
+// csp is the Content-Security-Policy with the given frame-ancestors sources. default-src
+// 'none' forbids scripts and fetches unless scripts opens them to the site's own origin;
+// no policy allows inline script, eval or inline style.
+func (h *Handler) csp(scripts scriptPolicy, frameAncestors string) string {
+	src := ""
+	switch scripts {
+	case ownScripts:
+		src = "script-src 'self'; "
+	case ownApp:
+		src = "script-src 'self'; connect-src 'self'; "
 	}
-	return "default-src 'none'; " + scriptSrc + "style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
+	return "default-src 'none'; " + src + "style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
 }
 
 // https reports whether the browser talks HTTPS: the public URL says so, the connection is

@@ -1,0 +1,64 @@
+// The exercise catalogue: search by text, category, body part and equipment
+// (/app/exercises?q=…&category=…&bodyPart=…&equipment=…), and one exercise with its
+// instructions (/app/exercises/{id}).
+
+import { h, field, select, dl, paragraphs } from "../dom.js";
+import { api } from "../api.js";
+import { formNavigate } from "../router.js";
+
+let facetsOnce = null;
+
+// facets are the categories, body parts and equipment the catalogue has, read once.
+function facets() {
+  if (!facetsOnce) {
+    facetsOnce = api.exercises({ limit: 1000 }).then(({ exercises = [] }) => {
+      const distinct = (k) => [...new Set(exercises.map((e) => e[k]).filter(Boolean))].sort();
+      return { category: distinct("category"), bodyPart: distinct("bodyPart"), equipment: distinct("equipment") };
+    }).catch((e) => {
+      facetsOnce = null;
+      throw e;
+    });
+  }
+  return facetsOnce;
+}
+
+// exerciseQuery reads the search from an address's query.
+function exerciseQuery(query) {
+  return { q: query.get("q") || "", category: query.get("category") || "", bodyPart: query.get("bodyPart") || "", equipment: query.get("equipment") || "" };
+}
+
+// searchFields are the exercise search's fields.
+function searchFields(q, f) {
+  return h("div", { class: "search-fields" },
+    field("Search", h("input", { id: "exercise-q", name: "q", type: "search", value: q.q, placeholder: "Name or instructions" })),
+    field("Category", select("exercise-category", "category", "Any category", f.category, q.category)),
+    field("Body part", select("exercise-body-part", "bodyPart", "Any body part", f.bodyPart, q.bodyPart)),
+    field("Equipment", select("exercise-equipment", "equipment", "Any equipment", f.equipment, q.equipment)));
+}
+
+export async function exercisesView({ query, data }) {
+  const q = exerciseQuery(query);
+  const [f, exercises] = await Promise.all([
+    facets().catch(() => ({ category: [], bodyPart: [], equipment: [] })),
+    data ? Promise.resolve(data) : api.exercises({ ...q, limit: 100 }).then((r) => r.exercises || []),
+  ]);
+  const form = formNavigate(h("form", { class: "search", id: "exercise-search", role: "search" },
+    searchFields(q, f), h("button", { type: "submit", id: "exercise-search-submit" }, "Search")), "/app/exercises");
+  return h("section", { class: "card", id: "exercises", "data-testid": "exercises" },
+    h("h1", {}, "Exercises"),
+    form,
+    exercises.length === 0 ? h("p", { class: "hint", id: "exercises-empty" }, "No exercise matches.")
+      : h("ul", { class: "results", id: "exercise-results" }, exercises.map((e) => h("li", { "data-testid": "exercise-result", "data-id": e.id },
+        h("a", { href: `/app/exercises/${encodeURIComponent(e.id)}`, class: "exercise-link" }, e.name),
+        h("span", { class: "meta" }, [e.category, e.bodyPart, e.equipment].filter(Boolean).join(" · "))))));
+}
+
+export async function exerciseView({ params }) {
+  const e = await api.exercise(params.id);
+  return h("article", { class: "card", id: "exercise", "data-testid": "exercise", "data-id": e.id },
+    h("p", {}, h("a", { href: "/app/exercises", id: "exercise-back" }, "← Exercises")),
+    h("h1", { id: "exercise-name" }, e.name),
+    dl([["Category", e.category, "exercise-category"], ["Body part", e.bodyPart, "exercise-body-part"], ["Equipment", e.equipment, "exercise-equipment"]]),
+    h("h2", {}, "Instructions"),
+    paragraphs(e.instructions, { id: "exercise-instructions", class: "instructions" }));
+}
