@@ -60,7 +60,7 @@ const (
 var (
 	accent   = [3]int{31, 95, 107}
 	muted    = [3]int{96, 110, 116}
-	text     = [3]int{30, 34, 36}
+	ink      = [3]int{30, 34, 36}
 	panel    = [3]int{238, 243, 244}
 	zebra    = [3]int{247, 249, 250}
 	ruleGray = [3]int{205, 213, 216}
@@ -150,17 +150,22 @@ func (d *doc) textAt(x, y, w, h float64, s, align string) {
 	d.pdf.CellFormat(w, h, s, "", 0, align, false, 0, "")
 }
 
-// fit shortens s with an ellipsis until it fits in w with the current font.
+// fit shortens s with an ellipsis until it fits in w with the current font. fpdf adds up
+// glyph widths without kerning, so one pass over the runes finds the cut.
 func (d *doc) fit(s string, w float64) string {
 	w -= 2 * d.pdf.GetCellMargin()
 	if d.pdf.GetStringWidth(s) <= w {
 		return s
 	}
-	r := []rune(s)
-	for len(r) > 0 && d.pdf.GetStringWidth(string(r)+"…") > w {
-		r = r[:len(r)-1]
+	room := w - d.pdf.GetStringWidth("…")
+	used, cut := 0.0, 0
+	for i, r := range s {
+		if used += d.pdf.GetStringWidth(string(r)); used > room {
+			cut = i
+			break
+		}
 	}
-	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
+	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
 }
 
 // split wraps s to width w with the current font; an empty text is one empty line.
@@ -219,7 +224,7 @@ func (d *doc) titleBlock() {
 	d.rule(y, accent, 0.7)
 	y += 4
 
-	d.font("B", 18, text)
+	d.font("B", 18, ink)
 	title := p.Title
 	if title == "" {
 		title = "Workout plan"
@@ -249,11 +254,11 @@ func (d *doc) titleBlock() {
 		if value == "" {
 			value = "–"
 		}
-		d.font("", 10.5, text)
+		d.font("", 10.5, ink)
 		if i == 0 {
-			d.font("B", 10.5, text)
+			d.font("B", 10.5, ink)
 		}
-		d.textAt(x, fy+4.5, colW, 5.5, d.fit(value, colW), "L")
+		d.textAt(x, fy+4.5, colW-4, 5.5, d.fit(value, colW-4), "L")
 	}
 	d.pdf.SetY(y + float64(rows)*cellH + 2*pad + 6)
 }
@@ -266,11 +271,11 @@ func (d *doc) notes() {
 	d.font("B", 10, accent)
 	d.textAt(marginX, d.pdf.GetY(), contentW, 6, "Notes", "L")
 	d.pdf.SetY(d.pdf.GetY() + 6.5)
-	d.font("", 9.5, text)
+	d.font("", 9.5, ink)
 	for _, line := range d.split(d.plan.Notes, contentW) {
 		if d.pdf.GetY()+lineH > bodyBottom {
 			d.pdf.AddPage()
-			d.font("", 9.5, text)
+			d.font("", 9.5, ink)
 		}
 		d.textAt(marginX, d.pdf.GetY(), contentW, lineH, line, "L")
 		d.pdf.SetY(d.pdf.GetY() + lineH)
@@ -297,7 +302,7 @@ var cellStyle = []struct {
 	size  float64
 	color [3]int
 }{
-	{"", 9, muted}, {"B", 9.5, text}, {"", 9.5, text}, {"", 9, text},
+	{"", 9, muted}, {"B", 9.5, ink}, {"", 9.5, ink}, {"", 9, ink},
 }
 
 // table prints one row per exercise. A row that does not fit on the rest of a page moves
@@ -399,7 +404,7 @@ func clean(s string, multiline bool) string {
 			return r
 		case unicode.IsControl(r) || unicode.IsSpace(r):
 			return ' '
-		case r > 0xFFFF || r == unicode.ReplacementChar:
+		case r > 0xFFFF:
 			return '?'
 		}
 		return r

@@ -153,6 +153,10 @@ func TestRenderEdges(t *testing.T) {
 		{"empty texts", func(p *Plan) { *p = Plan{Date: p.Date, Items: []Item{{}}} }},
 		{"row taller than a page", func(p *Plan) { p.Items[1].Note = long }},
 		{"notes longer than a page", func(p *Plan) { p.Notes = long }},
+		{"single-line fields longer than their box", func(p *Plan) {
+			p.Person = strings.Repeat("Åsa Ørnø ", 1000)
+			p.Organization, p.CaseID = p.Person, strings.Repeat("C", 5000)
+		}},
 		{"unbreakable word", func(p *Plan) { p.Items[0].Name = strings.Repeat("x", 400) }},
 		{"outside the BMP and controls", func(p *Plan) {
 			p.Person = "Emoji 💪\x00\tName\r\n"
