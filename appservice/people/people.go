@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,12 +112,8 @@ func DecodeSelect(data []byte) (*Select, []FieldError, error) {
 	if sel.CustomID == "" {
 		sel.CustomID = obsoleteID
 	}
-	if sel.Firstname == "" {
-		d.fail("firstname", "required")
-	}
-	if sel.Lastname == "" {
-		d.fail("lastname", "required")
-	}
+	d.require("firstname", sel.Firstname)
+	d.require("lastname", sel.Lastname)
 	if sel.UserID == 0 && sel.CustomID == "" {
 		d.fail("customid", "required when userid is 0")
 	}
@@ -184,6 +181,14 @@ type decoder struct{ errs []FieldError }
 
 func (d *decoder) fail(field, reason string) {
 	d.errs = append(d.errs, FieldError{Field: field, Reason: reason})
+}
+
+// require reports an empty value, unless the field was already refused for its value.
+func (d *decoder) require(field, value string) {
+	if value != "" || slices.ContainsFunc(d.errs, func(e FieldError) bool { return e.Field == field }) {
+		return
+	}
+	d.fail(field, "required")
 }
 
 // scalar returns a string or the literal text of a number ("" for null); ok is false for
@@ -318,9 +323,7 @@ func (d *decoder) profile(field string, raw json.RawMessage) []ProfileEntry {
 				e.Extra[name] = d.text(at+"."+name, m.value, maxString)
 			}
 		}
-		if e.Key == "" {
-			d.fail(at+".key", "required")
-		}
+		d.require(at+".key", e.Key)
 		entries = append(entries, e)
 	}
 	return entries
