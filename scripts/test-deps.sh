@@ -15,6 +15,8 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # wrk drives the load benchmark (scripts/loadbench.sh); bench/wrk's tests run its script.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+# The case PDF's test reads the PDF back with pdftotext and keeps a PNG from pdftoppm.
+command -v pdftotext >/dev/null 2>&1 && command -v pdftoppm >/dev/null 2>&1 || need_apt+=(poppler-utils)
 # The app service's store tests start their own throwaway PostgreSQL cluster
 # (internal/pgtest) from the server programs, which Debian keeps off PATH.
 pg_bin() {
@@ -47,4 +49,4 @@ fi
 if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
 	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1)"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1)"
