@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // claims is the JWT claims set, decoded in one pass: the registered claims the rules read
@@ -152,12 +153,12 @@ func equalJSONString(val jsontext.Value, s string) bool {
 // wrong JSON type payload_invalid naming the field.
 func decodeClaims(data []byte, c *claims) error {
 	if !isJSONObject(data) {
-		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
 	}
 	// The claims are forwarded whole to the upstream, whose parser may stop at a depth of
 	// a few hundred levels; the payload needs two.
 	if err := linkspec.CheckClaimsDepth(data); err != nil {
-		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are nested too deeply", Err: err}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "the claims are nested too deeply", Err: err}
 	}
 	// The rules of linkspec, shared with the app service: exact names, and no extra member
 	// named like a defined one but for case or punctuation, since parsers disagree on
@@ -165,17 +166,17 @@ func decodeClaims(data []byte, c *claims) error {
 	err := json.Unmarshal(data, c, linkspec.StrictClaims())
 	if err == nil {
 		if err := c.Check(linkspec.ReservedClaims...); err != nil {
-			return &Error{Code: CodeClaimsInvalid, Detail: "a claim is named like a defined claim but for case or punctuation", Err: err}
+			return &Error{Code: problem.CodeClaimsInvalid, Detail: "a claim is named like a defined claim but for case or punctuation", Err: err}
 		}
 		c.Decoded()
 		return nil
 	}
 	if errors.Is(err, jsontext.ErrDuplicateName) {
-		return &Error{Code: CodeClaimsInvalid, Detail: "the claims have a duplicate member"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "the claims have a duplicate member"}
 	}
 	var serr *json.SemanticError
 	if !errors.As(err, &serr) || len(serr.JSONPointer) == 0 {
-		return &Error{Code: CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "the claims are not a JSON object"}
 	}
 	var top string
 	for tok := range serr.JSONPointer.Tokens() {
@@ -184,13 +185,13 @@ func decodeClaims(data []byte, c *claims) error {
 	}
 	switch {
 	case top == "nonce":
-		return &Error{Code: CodeNonceInvalid, Detail: "the nonce is not a string"}
+		return &Error{Code: problem.CodeNonceInvalid, Detail: "the nonce is not a string"}
 	case registeredClaims[top]:
-		return &Error{Code: CodeClaimsInvalid, Detail: "a registered claim has the wrong JSON type: iss a string, aud a string or an array of strings, nbf, exp and iat integers"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "a registered claim has the wrong JSON type: iss a string, aud a string or an array of strings, nbf, exp and iat integers"}
 	}
 	field := fieldPath(serr.JSONPointer)
 	return &Error{
-		Code:   CodePayloadInvalid,
+		Code:   problem.CodePayloadInvalid,
 		Detail: "a payload field has the wrong JSON type",
 		Fields: []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
 	}
@@ -213,7 +214,7 @@ func fieldPath(p jsontext.Pointer) string {
 // agreed issuer, compared exactly.
 func (v *Verifier) checkIssuer(c *claims) error {
 	if c.Issuer != v.rules.Issuer {
-		return &Error{Code: CodeIssuerInvalid, Detail: "the iss claim is not the partner's issuer"}
+		return &Error{Code: problem.CodeIssuerInvalid, Detail: "the iss claim is not the partner's issuer"}
 	}
 	return nil
 }
@@ -224,14 +225,14 @@ func (v *Verifier) checkAudience(c *claims) error {
 	if c.Audience.found {
 		return nil
 	}
-	return &Error{Code: CodeAudienceInvalid, Detail: "the aud claim does not contain the agreed audience"}
+	return &Error{Code: problem.CodeAudienceInvalid, Detail: "the aud claim does not contain the agreed audience"}
 }
 
 // checkTimesPresent enforces docs/interface.md A-AUTH-6 and A-AUTH-7: nbf and exp are required
 // (RFC 7519 makes them optional; the interface does not).
 func checkTimesPresent(c *claims) error {
 	if !c.NotBefore.set || !c.Expiry.set {
-		return &Error{Code: CodeClaimsInvalid, Detail: "the nbf and exp claims are required"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "the nbf and exp claims are required"}
 	}
 	return nil
 }
@@ -243,7 +244,7 @@ func (v *Verifier) checkLifetime(c *claims) error {
 	// In whole seconds: the difference of two NumericDates fits an int64, but in
 	// nanoseconds (time.Duration) it can wrap around to a negative value and pass.
 	if c.Expiry.v-c.NotBefore.v > int64(v.rules.MaxLifetime/time.Second) {
-		return &Error{Code: CodeLifetimeTooLong, Detail: "exp is further after nbf than the partner's maximum lifetime"}
+		return &Error{Code: problem.CodeLifetimeTooLong, Detail: "exp is further after nbf than the partner's maximum lifetime"}
 	}
 	return nil
 }
@@ -252,7 +253,7 @@ func (v *Verifier) checkLifetime(c *claims) error {
 // partner's bug, not a short token.
 func checkTimesOrdered(c *claims) error {
 	if c.Expiry.v <= c.NotBefore.v {
-		return &Error{Code: CodeClaimsInvalid, Detail: "exp is not after nbf"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "exp is not after nbf"}
 	}
 	return nil
 }
@@ -261,7 +262,7 @@ func checkTimesOrdered(c *claims) error {
 // present, equals nbf.
 func checkIssuedAt(c *claims) error {
 	if c.IssuedAt.set && c.IssuedAt.v != c.NotBefore.v {
-		return &Error{Code: CodeClaimsInvalid, Detail: "iat is present and not equal to nbf"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: "iat is present and not equal to nbf"}
 	}
 	return nil
 }
@@ -270,7 +271,7 @@ func checkIssuedAt(c *claims) error {
 // token is valid from nbf - leeway, inclusive.
 func (v *Verifier) checkNotBefore(c *claims, now time.Time) error {
 	if now.Before(time.Unix(c.NotBefore.v, 0).Add(-v.rules.Leeway)) {
-		return &Error{Code: CodeTokenNotYetValid, Detail: "the token is not valid yet (nbf is in the future)"}
+		return &Error{Code: problem.CodeTokenNotYetValid, Detail: "the token is not valid yet (nbf is in the future)"}
 	}
 	return nil
 }
@@ -279,7 +280,7 @@ func (v *Verifier) checkNotBefore(c *claims, now time.Time) error {
 // is valid until exp + leeway, exclusive.
 func (v *Verifier) checkExpiry(c *claims, now time.Time) error {
 	if !now.Before(time.Unix(c.Expiry.v, 0).Add(v.rules.Leeway)) {
-		return &Error{Code: CodeTokenExpired, Detail: "the token has expired"}
+		return &Error{Code: problem.CodeTokenExpired, Detail: "the token has expired"}
 	}
 	return nil
 }
@@ -287,7 +288,7 @@ func (v *Verifier) checkExpiry(c *claims, now time.Time) error {
 // checkNoncePresent enforces docs/interface.md A-AUTH-10: the nonce is required.
 func checkNoncePresent(nonce string) error {
 	if nonce == "" {
-		return &Error{Code: CodeNonceMissing, Detail: "the nonce claim is required"}
+		return &Error{Code: problem.CodeNonceMissing, Detail: "the nonce claim is required"}
 	}
 	return nil
 }
@@ -298,11 +299,11 @@ func checkNoncePresent(nonce string) error {
 // characters, no lookalike Unicode that would make two nonces differ only in normalization.
 func (v *Verifier) checkNonceForm(nonce string) error {
 	if len(nonce) < v.rules.NonceMinLength || len(nonce) > v.rules.NonceMaxLength {
-		return &Error{Code: CodeNonceInvalid, Detail: "the nonce is shorter or longer than the partner's bounds"}
+		return &Error{Code: problem.CodeNonceInvalid, Detail: "the nonce is shorter or longer than the partner's bounds"}
 	}
 	for i := 0; i < len(nonce); i++ {
 		if nonce[i] < 0x21 || nonce[i] > 0x7e {
-			return &Error{Code: CodeNonceInvalid, Detail: "the nonce has a character that is not visible ASCII"}
+			return &Error{Code: problem.CodeNonceInvalid, Detail: "the nonce has a character that is not visible ASCII"}
 		}
 	}
 	return nil
@@ -312,7 +313,7 @@ func (v *Verifier) checkNonceForm(nonce string) error {
 func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 	kind := p.Kind()
 	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
-		return "", &Error{Code: CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
+		return "", &Error{Code: problem.CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
 	}
 	return kind, nil
 }
@@ -322,7 +323,7 @@ func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 // A-PAY-GO): payload_invalid with the fields.
 func (v *Verifier) checkPayload(p *linkspec.Payload) error {
 	if _, err := p.Validate(v.rules.Kinds...); err != nil {
-		e := &Error{Code: CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
+		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {
 			e.Fields = perr.Fields

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // TestNonceLengthCountsBytes pins the unit of nonce_min_length and nonce_max_length: bytes
@@ -44,8 +46,8 @@ func TestNonceLengthCountsBytes(t *testing.T) {
 				return
 			}
 			var e *Error
-			if !errors.As(err, &e) || e.Code != CodeNonceInvalid || !strings.Contains(e.Detail, tc.wantDetail) {
-				t.Errorf("Verify(nonce of %d bytes, %d characters) = %v, want %s saying %q", len(tc.nonce), len([]rune(tc.nonce)), err, CodeNonceInvalid, tc.wantDetail)
+			if !errors.As(err, &e) || e.Code != problem.CodeNonceInvalid || !strings.Contains(e.Detail, tc.wantDetail) {
+				t.Errorf("Verify(nonce of %d bytes, %d characters) = %v, want %s saying %q", len(tc.nonce), len([]rune(tc.nonce)), err, problem.CodeNonceInvalid, tc.wantDetail)
 			}
 		})
 	}

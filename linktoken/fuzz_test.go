@@ -17,15 +17,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
-var knownCodes = map[Code]bool{
-	CodeTokenMalformed: true, CodeHeaderInvalid: true, CodeAlgorithmNotAllowed: true,
-	CodeKeyIDMissing: true, CodeKeyUnknown: true, CodeKeysUnavailable: true,
-	CodeSignatureInvalid: true, CodeClaimsInvalid: true, CodeIssuerInvalid: true,
-	CodeAudienceInvalid: true, CodeLifetimeTooLong: true, CodeTokenNotYetValid: true,
-	CodeTokenExpired: true, CodeNonceMissing: true, CodeNonceInvalid: true,
-	CodePayloadInvalid: true, CodeKindNotAllowed: true,
+var knownCodes = map[problem.Code]bool{
+	problem.CodeTokenMalformed: true, problem.CodeHeaderInvalid: true, problem.CodeAlgorithmNotAllowed: true,
+	problem.CodeKeyIDMissing: true, problem.CodeKeyUnknown: true, problem.CodeKeysUnavailable: true,
+	problem.CodeSignatureInvalid: true, problem.CodeClaimsInvalid: true, problem.CodeIssuerInvalid: true,
+	problem.CodeAudienceInvalid: true, problem.CodeLifetimeTooLong: true, problem.CodeTokenNotYetValid: true,
+	problem.CodeTokenExpired: true, problem.CodeNonceMissing: true, problem.CodeNonceInvalid: true,
+	problem.CodePayloadInvalid: true, problem.CodeKindNotAllowed: true,
 }
 
 // checkVerdict asserts what holds for every input: an error is an *Error with a known code

@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // Bounds of a key set (docs/architecture.md, Keys). A modulus under 2048 bits is breakable or
@@ -374,11 +375,11 @@ func (s *KeySet) Len() int {
 
 // The key errors' Detail is fixed and never names the kid, which is token text.
 func errKeyUnknown() error {
-	return &Error{Code: CodeKeyUnknown, Detail: "no key with the token's kid in the partner's key set"}
+	return &Error{Code: problem.CodeKeyUnknown, Detail: "no key with the token's kid in the partner's key set"}
 }
 
 func errKeysUnavailable(cause error) error {
-	return &Error{Code: CodeKeysUnavailable, Detail: "the partner's key set is not available", Err: cause}
+	return &Error{Code: problem.CodeKeysUnavailable, Detail: "the partner's key set is not available", Err: cause}
 }
 
 var _ KeySource = (*KeySet)(nil)

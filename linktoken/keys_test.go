@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // fakeModulus returns an odd number of exactly bits bits as an RSA public key: the loader
@@ -176,14 +178,14 @@ func TestKeySetKey(t *testing.T) {
 	s := standardSet(t)
 	for _, tc := range []struct {
 		kid, wantType, wantAlg string
-		want                   Code
+		want                   problem.Code
 	}{
 		{kid: "rsa-1", wantType: "RSA"},
 		{kid: "rsa-rs", wantType: "RSA", wantAlg: RS256},
 		{kid: "ec-es", wantType: "EC", wantAlg: ES256},
-		{kid: "nope", want: CodeKeyUnknown},
-		{kid: "", want: CodeKeyUnknown},
-		{kid: "RSA-1", want: CodeKeyUnknown},
+		{kid: "nope", want: problem.CodeKeyUnknown},
+		{kid: "", want: problem.CodeKeyUnknown},
+		{kid: "RSA-1", want: problem.CodeKeyUnknown},
 	} {
 		t.Run(tc.kid, func(t *testing.T) {
 			key, err := s.Key(context.Background(), tc.kid)
@@ -202,8 +204,8 @@ func TestKeySetKey(t *testing.T) {
 		})
 	}
 	var nilSet *KeySet
-	if _, err := nilSet.Key(context.Background(), "rsa-1"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("(*KeySet)(nil).Key() = %v, want %q", err, CodeKeysUnavailable)
+	if _, err := nilSet.Key(context.Background(), "rsa-1"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("(*KeySet)(nil).Key() = %v, want %q", err, problem.CodeKeysUnavailable)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // TestNegativeLeewayMeansNone: zero asks for DefaultLeeway, so a negative Leeway is how a
@@ -14,12 +16,12 @@ func TestNegativeLeewayMeansNone(t *testing.T) {
 	tests := []struct {
 		name string
 		now  time.Time
-		want Code // "" for accepted
+		want problem.Code // "" for accepted
 	}{
 		{"at nbf", testNow, ""},
-		{"one second before nbf", testNow.Add(-time.Second), CodeTokenNotYetValid},
+		{"one second before nbf", testNow.Add(-time.Second), problem.CodeTokenNotYetValid},
 		{"one nanosecond before exp", exp.Add(-1), ""},
-		{"at exp", exp, CodeTokenExpired},
+		{"at exp", exp, problem.CodeTokenExpired},
 	}
 	set := standardSet(t)
 	tok := []byte(tokenOf(t, RS256, "rsa-1", mainClaims()))

@@ -17,39 +17,15 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/linkspec"
-)
-
-// Code is a stable machine-readable rejection code. Codes are part of the public interface:
-// partners match on them, so a code is never renamed.
-type Code string
-
-// Rejection codes of the token rules, cheapest check first.
-const (
-	CodeTokenMalformed      Code = "token_malformed"       // not a compact JWS of base64url JSON
-	CodeHeaderInvalid       Code = "header_invalid"        // typ not JWT, crit/b64/cty/jku/jwk/x5u/enc/zip present, a malformed x5c/x5t hint
-	CodeAlgorithmNotAllowed Code = "algorithm_not_allowed" // alg outside the partner's set
-	CodeKeyIDMissing        Code = "key_id_missing"        // no kid
-	CodeKeyUnknown          Code = "key_unknown"           // kid not in the partner's key set
-	CodeKeysUnavailable     Code = "keys_unavailable"      // the key set is not loaded (yet)
-	CodeSignatureInvalid    Code = "signature_invalid"
-	CodeClaimsInvalid       Code = "claims_invalid"      // wrong JSON type, duplicate member, missing nbf/exp, iat != nbf
-	CodeIssuerInvalid       Code = "issuer_invalid"      // iss is not the partner's issuer
-	CodeAudienceInvalid     Code = "audience_invalid"    // aud does not contain the agreed audience
-	CodeLifetimeTooLong     Code = "lifetime_too_long"   // exp - nbf over max_lifetime
-	CodeTokenNotYetValid    Code = "token_not_yet_valid" // now < nbf - leeway
-	CodeTokenExpired        Code = "token_expired"       // now >= exp + leeway
-	CodeNonceMissing        Code = "nonce_missing"
-	CodeNonceInvalid        Code = "nonce_invalid" // not a string, or outside the length bounds
-	CodePayloadInvalid      Code = "payload_invalid"
-	CodeKindNotAllowed      Code = "kind_not_allowed" // a main link to a Go-only partner, or the reverse
+	"github.com/partnergate/partnergate/problem"
 )
 
 // Error is a rejected token. Detail is safe to show to the client and to log: it never
 // contains a token, a claim value or a key.
 type Error struct {
-	Code   Code
+	Code   problem.Code
 	Detail string
-	// Fields lists the failing payload fields (CodePayloadInvalid).
+	// Fields lists the failing payload fields (problem.CodePayloadInvalid).
 	Fields []linkspec.FieldError
 	// Err is the underlying cause, for logs at debug level; it never carries a value either.
 	Err error
@@ -60,7 +36,7 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Detail }
 func (e *Error) Unwrap() error { return e.Err }
 
 // CodeOf returns the code of a *Error in err's chain, or "" if there is none.
-func CodeOf(err error) Code {
+func CodeOf(err error) problem.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -99,8 +75,8 @@ type Rules struct {
 }
 
 // KeySource finds a partner's verification key by kid. It returns an *Error with
-// CodeKeyUnknown when the set has no such kid and CodeKeysUnavailable when no set is
-// loaded; a source backed by a URL may refetch before answering CodeKeyUnknown.
+// problem.CodeKeyUnknown when the set has no such kid and problem.CodeKeysUnavailable when no set is
+// loaded; a source backed by a URL may refetch before answering problem.CodeKeyUnknown.
 type KeySource interface {
 	Key(ctx context.Context, kid string) (*Key, error)
 }

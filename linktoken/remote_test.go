@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // fakeClock is the injected clock of the cooldown and staleness rules.
@@ -131,8 +133,8 @@ func TestRemoteKeysFirstFetchInBackground(t *testing.T) {
 	r, _, events := startRemote(t, srv, RemoteConfig{})
 	<-srv.arrived // the first fetch is under way and held
 
-	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("Key(a) during the first fetch = %v, want %q", err, CodeKeysUnavailable)
+	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("Key(a) during the first fetch = %v, want %q", err, problem.CodeKeysUnavailable)
 	}
 	srv.mu.Lock()
 	close(srv.hold)
@@ -151,8 +153,8 @@ func TestRemoteKeysNotStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("Key() before Start = %v, want %q", err, CodeKeysUnavailable)
+	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("Key() before Start = %v, want %q", err, problem.CodeKeysUnavailable)
 	}
 }
 
@@ -205,7 +207,7 @@ func TestRemoteKeysUnknownKidFlood(t *testing.T) {
 			switch {
 			case err == nil && k.KeyID() == "b":
 				gotB.Add(1)
-			case CodeOf(err) == CodeKeyUnknown && kid != "b":
+			case CodeOf(err) == problem.CodeKeyUnknown && kid != "b":
 				unknown.Add(1)
 			default:
 				other.Add(1)
@@ -230,8 +232,8 @@ func TestRemoteKeysUnknownKidFlood(t *testing.T) {
 	// Within the cooldown, more random kids fetch nothing.
 	clock.Add(29 * time.Second)
 	for i := 0; i < 50; i++ {
-		if _, err := r.Key(context.Background(), fmt.Sprintf("again-%d", i)); CodeOf(err) != CodeKeyUnknown {
-			t.Fatalf("Key(random) = %v, want %q", err, CodeKeyUnknown)
+		if _, err := r.Key(context.Background(), fmt.Sprintf("again-%d", i)); CodeOf(err) != problem.CodeKeyUnknown {
+			t.Fatalf("Key(random) = %v, want %q", err, problem.CodeKeyUnknown)
 		}
 	}
 	if got := srv.fetches.Load(); got != 2 {
@@ -270,8 +272,8 @@ func TestRemoteKeysKeepsLastGoodSet(t *testing.T) {
 			srv.set(tc.status, tc.body)
 
 			clock.Add(time.Hour) // past the cooldown: the unknown kid refetches
-			if _, err := r.Key(context.Background(), "new"); CodeOf(err) != CodeKeyUnknown {
-				t.Errorf("Key(new) = %v, want %q", err, CodeKeyUnknown)
+			if _, err := r.Key(context.Background(), "new"); CodeOf(err) != problem.CodeKeyUnknown {
+				t.Errorf("Key(new) = %v, want %q", err, problem.CodeKeyUnknown)
 			}
 			ev := nextEvent(t, events)
 			if ev.Err == nil || !strings.Contains(ev.Err.Error(), tc.wantErr) {
@@ -298,13 +300,13 @@ func TestRemoteKeysMaxStale(t *testing.T) {
 		t.Errorf("Key(a) at exactly max stale = %v, want the key", err)
 	}
 	clock.Add(time.Second)
-	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("Key(a) past max stale = %v, want %q", err, CodeKeysUnavailable)
+	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("Key(a) past max stale = %v, want %q", err, problem.CodeKeysUnavailable)
 	}
 	// Back up: the next successful fetch makes the set current again.
 	srv.set(http.StatusOK, setAB(t))
-	if k, err := r.Key(context.Background(), "a"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("Key(a) stale, before a fetch = %v, %v, want %q", k, err, CodeKeysUnavailable)
+	if k, err := r.Key(context.Background(), "a"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("Key(a) stale, before a fetch = %v, %v, want %q", k, err, problem.CodeKeysUnavailable)
 	}
 }
 
@@ -314,8 +316,8 @@ func TestRemoteKeysNotModified(t *testing.T) {
 	r, clock, events := startRemote(t, srv, RemoteConfig{})
 	nextEvent(t, events)
 	clock.Add(time.Hour)
-	if _, err := r.Key(context.Background(), "x"); CodeOf(err) != CodeKeyUnknown {
-		t.Errorf("Key(x) = %v, want %q", err, CodeKeyUnknown)
+	if _, err := r.Key(context.Background(), "x"); CodeOf(err) != problem.CodeKeyUnknown {
+		t.Errorf("Key(x) = %v, want %q", err, problem.CodeKeyUnknown)
 	}
 	if ev := nextEvent(t, events); ev.Err != nil || !ev.NotModified || ev.Keys != 1 {
 		t.Errorf("conditional fetch = %+v, want not modified with 1 key", ev)
@@ -427,8 +429,8 @@ func TestRemoteKeysWaitingRequestCancelled(t *testing.T) {
 	}()
 	<-srv.arrived
 	cancel()
-	if err := <-result; CodeOf(err) != CodeKeysUnavailable || !errors.Is(err, context.Canceled) {
-		t.Errorf("Key(b) with its context cancelled = %v, want %q wrapping context.Canceled", err, CodeKeysUnavailable)
+	if err := <-result; CodeOf(err) != problem.CodeKeysUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("Key(b) with its context cancelled = %v, want %q wrapping context.Canceled", err, problem.CodeKeysUnavailable)
 	}
 	srv.mu.Lock()
 	close(srv.hold)
@@ -469,8 +471,8 @@ func TestRemoteKeysRetriesFirstFetch(t *testing.T) {
 	if ev := nextEvent(t, events); ev.Err == nil || ev.Reason != FetchStart || ev.Next != time.Second {
 		t.Fatalf("first fetch = %+v, want a failed start fetch retried after 1s", ev)
 	}
-	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != CodeKeysUnavailable {
-		t.Errorf("Key(a) while the URL is down = %v, want %q", err, CodeKeysUnavailable)
+	if _, err := r.Key(context.Background(), "a"); CodeOf(err) != problem.CodeKeysUnavailable {
+		t.Errorf("Key(a) while the URL is down = %v, want %q", err, problem.CodeKeysUnavailable)
 	}
 	srv.set(http.StatusOK, setA(t))
 	if ev := nextEvent(t, events); ev.Err != nil || ev.Reason != FetchRetry || ev.Keys != 1 {

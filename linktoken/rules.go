@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // state is what one verification has read so far; the rules read and fill it in order. It
@@ -39,7 +40,7 @@ type rule struct {
 	// code is the rejection code; a failure answers its *Error's own code, which differs
 	// where one decoding pass tells several problems apart (the claims) or the key source
 	// does (keys_unavailable).
-	code Code
+	code problem.Code
 	// fatal failures leave the later rules nothing to read.
 	fatal bool
 	// needs are the earlier rules (bits by index) this one cannot run without.
@@ -63,7 +64,7 @@ const (
 // which decides nothing, goes on to the claims past a failed signature.
 var rules = [...]rule{
 	{
-		code: CodeTokenMalformed, fatal: true,
+		code: problem.CodeTokenMalformed, fatal: true,
 		text: static("the token is a compact JWS: three non-empty segments of canonical base64url (no padding, no white space), at most 16 KiB"),
 		check: func(_ *Verifier, s *state) (err error) {
 			s.seg, err = splitCompact(s.token, &s.buf)
@@ -71,18 +72,18 @@ var rules = [...]rule{
 		},
 	},
 	{
-		code: CodeHeaderInvalid, fatal: true,
+		code: problem.CodeHeaderInvalid, fatal: true,
 		text:  static("the header is a JSON object without duplicate members; typ, alg and kid, where present, are strings (RFC 7515 §5.2)"),
 		check: func(_ *Verifier, s *state) error { return decodeHeader(s.seg.header, &s.header) },
 	},
 	{
-		id: "A-AUTH-5", code: CodeHeaderInvalid,
+		id: "A-AUTH-5", code: problem.CodeHeaderInvalid,
 		text:    static(`header typ is "JWT" (any case, or application/jwt)`),
 		check:   func(_ *Verifier, s *state) error { return checkType(s.header.Typ) },
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("typ is %q", clip(s.header.Typ)) },
 	},
 	ruleAlgorithm: {
-		id: "A-AUTH-2", code: CodeAlgorithmNotAllowed,
+		id: "A-AUTH-2", code: problem.CodeAlgorithmNotAllowed,
 		text: func(r *Rules) string { return "header alg is one of " + strings.Join(r.Algorithms, ", ") },
 		check: func(v *Verifier, s *state) (err error) {
 			s.alg, err = v.checkAlgorithm(s.header.Alg)
@@ -91,31 +92,31 @@ var rules = [...]rule{
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("alg is %q", clip(s.header.Alg)) },
 	},
 	{
-		id: "A-AUTH-4", code: CodeKeyIDMissing,
+		id: "A-AUTH-4", code: problem.CodeKeyIDMissing,
 		text:    static("header kid is present"),
 		check:   func(_ *Verifier, s *state) error { return checkKeyIDPresent(s.header.Kid) },
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("kid is %q", clip(s.header.Kid)) },
 	},
 	{
-		id: "A-AUTH-4", code: CodeKeyUnknown,
+		id: "A-AUTH-4", code: problem.CodeKeyUnknown,
 		text:    static(fmt.Sprintf("header kid is at most %d bytes", MaxKeyIDLength)),
 		check:   func(_ *Verifier, s *state) error { return checkKeyIDLength(s.header.Kid) },
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("kid is %d bytes", len(s.header.Kid)) },
 	},
 	{
-		code:    CodeHeaderInvalid,
+		code:    problem.CodeHeaderInvalid,
 		text:    static("header has none of jku, jwk, x5u, crit, b64, cty, enc, zip"),
 		check:   func(_ *Verifier, s *state) error { return checkNoForbiddenMembers(&s.header) },
 		explain: explainForbidden,
 	},
 	{
-		code:    CodeHeaderInvalid,
+		code:    problem.CodeHeaderInvalid,
 		text:    static("certificate hints, where present, are well formed and only hints: x5t and x5t#S256 strings, x5c a non-empty array of strings; no key is taken from them"),
 		check:   func(_ *Verifier, s *state) error { return checkKeyHints(&s.header) },
 		explain: explainHints,
 	},
 	{
-		id: "A-AUTH-4", code: CodeKeyUnknown, fatal: true,
+		id: "A-AUTH-4", code: problem.CodeKeyUnknown, fatal: true,
 		text: static("the key set has a key with that kid"),
 		check: func(_ *Verifier, s *state) (err error) {
 			s.key, err = lookupKey(s.ctx, s.keys, s.header.Kid)
@@ -124,20 +125,20 @@ var rules = [...]rule{
 		explain: explainKeyLookup,
 	},
 	ruleKeyAlgorithm: {
-		code:    CodeAlgorithmNotAllowed,
+		code:    problem.CodeAlgorithmNotAllowed,
 		text:    static("the key's type and alg member agree with the header alg"),
 		check:   func(_ *Verifier, s *state) error { return checkKeyAlgorithm(s.key, s.header.Alg) },
 		explain: explainKeyAlgorithm,
 	},
 	{
-		id: "A-AUTH-1", code: CodeSignatureInvalid, needs: 1<<ruleAlgorithm | 1<<ruleKeyAlgorithm,
+		id: "A-AUTH-1", code: problem.CodeSignatureInvalid, needs: 1<<ruleAlgorithm | 1<<ruleKeyAlgorithm,
 		text: static("the signature verifies with that key"),
 		check: func(v *Verifier, s *state) error {
 			return v.checkSignature(s.alg, s.key, s.seg.signingInput, s.seg.signature)
 		},
 	},
 	{
-		code: CodeClaimsInvalid, fatal: true,
+		code: problem.CodeClaimsInvalid, fatal: true,
 		text: static("claims are a JSON object, at most 16 levels deep, without duplicate or near-duplicate member names; " +
 			"iss a string, aud a string or array, nbf, exp and iat integers [claims_invalid]; nonce a string [nonce_invalid]; " +
 			"payload fields strings, contact an object [payload_invalid]"),
@@ -149,36 +150,36 @@ var rules = [...]rule{
 		},
 	},
 	{
-		id: "A-AUTH-9", code: CodeIssuerInvalid,
+		id: "A-AUTH-9", code: problem.CodeIssuerInvalid,
 		text:    func(r *Rules) string { return fmt.Sprintf("iss is %q", r.Issuer) },
 		check:   func(v *Verifier, s *state) error { return v.checkIssuer(&s.claims) },
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("iss is %q", clip(s.claims.Issuer)) },
 	},
 	{
-		id: "A-AUTH-8", code: CodeAudienceInvalid,
+		id: "A-AUTH-8", code: problem.CodeAudienceInvalid,
 		text:    func(r *Rules) string { return fmt.Sprintf("aud is or contains %q", r.Audience) },
 		check:   func(v *Verifier, s *state) error { return v.checkAudience(&s.claims) },
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("aud is %q", s.claims.Audience.seen) },
 	},
 	{
-		id: "A-AUTH-6, A-AUTH-7", code: CodeClaimsInvalid, fatal: true,
+		id: "A-AUTH-6, A-AUTH-7", code: problem.CodeClaimsInvalid, fatal: true,
 		text:  static("nbf and exp are present"),
 		check: func(_ *Verifier, s *state) error { return checkTimesPresent(&s.claims) },
 	},
 	{
-		id: "A-AUTH-6", code: CodeLifetimeTooLong,
+		id: "A-AUTH-6", code: problem.CodeLifetimeTooLong,
 		text:    func(r *Rules) string { return fmt.Sprintf("exp is at most %v after nbf", r.MaxLifetime) },
 		check:   func(v *Verifier, s *state) error { return v.checkLifetime(&s.claims) },
 		explain: explainLifetime,
 	},
 	{
-		code:    CodeClaimsInvalid,
+		code:    problem.CodeClaimsInvalid,
 		text:    static("exp is after nbf"),
 		check:   func(_ *Verifier, s *state) error { return checkTimesOrdered(&s.claims) },
 		explain: explainLifetime,
 	},
 	{
-		id: "A-AUTH-7", code: CodeClaimsInvalid,
+		id: "A-AUTH-7", code: problem.CodeClaimsInvalid,
 		text:  static("iat, where present, equals nbf"),
 		check: func(_ *Verifier, s *state) error { return checkIssuedAt(&s.claims) },
 		explain: func(_ *Verifier, s *state) string {
@@ -186,24 +187,24 @@ var rules = [...]rule{
 		},
 	},
 	{
-		id: "A-AUTH-7", code: CodeTokenNotYetValid,
+		id: "A-AUTH-7", code: problem.CodeTokenNotYetValid,
 		text:    func(r *Rules) string { return fmt.Sprintf("now is not before nbf - %v leeway", r.Leeway) },
 		check:   func(v *Verifier, s *state) error { return v.checkNotBefore(&s.claims, s.now) },
 		explain: func(_ *Verifier, s *state) string { return explainTime("nbf", s.claims.NotBefore.v, s.now) },
 	},
 	{
-		id: "A-AUTH-6", code: CodeTokenExpired,
+		id: "A-AUTH-6", code: problem.CodeTokenExpired,
 		text:    func(r *Rules) string { return fmt.Sprintf("now is before exp + %v leeway", r.Leeway) },
 		check:   func(v *Verifier, s *state) error { return v.checkExpiry(&s.claims, s.now) },
 		explain: func(_ *Verifier, s *state) string { return explainTime("exp", s.claims.Expiry.v, s.now) },
 	},
 	ruleNoncePresent: {
-		id: "A-AUTH-10", code: CodeNonceMissing,
+		id: "A-AUTH-10", code: problem.CodeNonceMissing,
 		text:  static("nonce is present"),
 		check: func(_ *Verifier, s *state) error { return checkNoncePresent(s.claims.Nonce) },
 	},
 	{
-		id: "A-AUTH-10", code: CodeNonceInvalid, needs: 1 << ruleNoncePresent,
+		id: "A-AUTH-10", code: problem.CodeNonceInvalid, needs: 1 << ruleNoncePresent,
 		text: func(r *Rules) string {
 			return fmt.Sprintf("nonce is %d..%d bytes of visible ASCII", r.NonceMinLength, r.NonceMaxLength)
 		},
@@ -211,7 +212,7 @@ var rules = [...]rule{
 		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("%d bytes", len(s.claims.Nonce)) },
 	},
 	{
-		code: CodeKindNotAllowed,
+		code: problem.CodeKindNotAllowed,
 		text: func(r *Rules) string {
 			kinds := "main, go"
 			if len(r.Kinds) > 0 {
@@ -235,7 +236,7 @@ var rules = [...]rule{
 		explain: explainDropped,
 	},
 	{
-		id: "A-PAY-MAIN, A-PAY-GO", code: CodePayloadInvalid,
+		id: "A-PAY-MAIN, A-PAY-GO", code: problem.CodePayloadInvalid,
 		text:  static("the payload matches its table in docs/interface.md"),
 		check: func(v *Verifier, s *state) error { return v.checkPayload(&s.claims.Payload) },
 	},
@@ -313,7 +314,7 @@ type Step struct {
 	Rule string // what the gateway requires, in a sentence
 	ID   string // the docs/interface.md rule, "" when the rule is the gateway's own
 	// Code is the rejection code of the rule; a failure's is that of its *Error.
-	Code    Code
+	Code    problem.Code
 	Outcome Outcome
 	Detail  string                // why it failed, or what was found; never a payload value
 	Fields  []linkspec.FieldError // the failing payload fields, or the dropped ones

@@ -1,6 +1,10 @@
 package linktoken
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/partnergate/partnergate/problem"
+)
 
 // TestRulesComplete: every rule of the list can run and be shown; a gap in the indexed
 // list would leave a zero rule.
@@ -11,7 +15,7 @@ func TestRulesComplete(t *testing.T) {
 			t.Errorf("rules[%d] = %+v, want a check and a text", i, ru)
 		}
 	}
-	if rules[ruleDropped].code != "" || rules[ruleAlgorithm].code != CodeAlgorithmNotAllowed || rules[ruleKeyAlgorithm].code != CodeAlgorithmNotAllowed || rules[ruleNoncePresent].code != CodeNonceMissing {
+	if rules[ruleDropped].code != "" || rules[ruleAlgorithm].code != problem.CodeAlgorithmNotAllowed || rules[ruleKeyAlgorithm].code != problem.CodeAlgorithmNotAllowed || rules[ruleNoncePresent].code != problem.CodeNonceMissing {
 		t.Error("the indexes of rule constants do not point at their rules")
 	}
 }

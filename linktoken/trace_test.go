@@ -9,6 +9,7 @@ import (
 
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // TestTraceAgreesWithVerify runs the gateway's rejection and acceptance tables through
@@ -73,16 +74,16 @@ func TestTraceGoesOnPastFailures(t *testing.T) {
 	c := linktokentest.MainClaims()
 	delete(c, "nonce")
 	tr := v.Trace(context.Background(), []byte(linktokentest.Token(t, "ES256", "ec-1", c)), set)
-	var failed []linktoken.Code
+	var failed []problem.Code
 	for _, s := range tr.Steps {
 		if s.Outcome == linktoken.Failed {
 			failed = append(failed, s.Code)
 		}
 	}
-	if want := []linktoken.Code{linktoken.CodeIssuerInvalid, linktoken.CodeAudienceInvalid, linktoken.CodeNonceMissing}; !reflect.DeepEqual(failed, want) {
+	if want := []problem.Code{problem.CodeIssuerInvalid, problem.CodeAudienceInvalid, problem.CodeNonceMissing}; !reflect.DeepEqual(failed, want) {
 		t.Errorf("Trace failed steps = %q, want %q", failed, want)
 	}
-	if linktoken.CodeOf(tr.Err) != linktoken.CodeIssuerInvalid {
+	if linktoken.CodeOf(tr.Err) != problem.CodeIssuerInvalid {
 		t.Errorf("Trace verdict = %v, want issuer_invalid", tr.Err)
 	}
 	for _, s := range tr.Steps {
@@ -92,7 +93,7 @@ func TestTraceGoesOnPastFailures(t *testing.T) {
 	}
 
 	tr = v.Trace(context.Background(), []byte("not.a-token"), set)
-	if tr.Steps[0].Outcome != linktoken.Failed || tr.Steps[0].Code != linktoken.CodeTokenMalformed {
+	if tr.Steps[0].Outcome != linktoken.Failed || tr.Steps[0].Code != problem.CodeTokenMalformed {
 		t.Errorf("Trace(malformed) first step = %+v, want failed token_malformed", tr.Steps[0])
 	}
 	for _, s := range tr.Steps[1:] {

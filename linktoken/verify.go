@@ -16,6 +16,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // MaxTokenLength bounds a token, in bytes, before any decoding: the gateway's default body
@@ -165,7 +166,7 @@ func (v *Verifier) verify(ctx context.Context, token []byte, keys KeySource, s *
 		}
 		stripped, err := linkspec.WithoutFields(s.seg.payload, paths)
 		if err != nil {
-			return nil, &Error{Code: CodeClaimsInvalid, Detail: "the claims could not be re-encoded without the dropped fields", Err: err}
+			return nil, &Error{Code: problem.CodeClaimsInvalid, Detail: "the claims could not be re-encoded without the dropped fields", Err: err}
 		}
 		claimsB64 = base64.RawURLEncoding.EncodeToString(stripped)
 	}
@@ -183,7 +184,7 @@ func (v *Verifier) verify(ctx context.Context, token []byte, keys KeySource, s *
 	}, nil
 }
 
-func malformed(detail string) error { return &Error{Code: CodeTokenMalformed, Detail: detail} }
+func malformed(detail string) error { return &Error{Code: problem.CodeTokenMalformed, Detail: detail} }
 
 // segments is a token split and decoded.
 type segments struct {
@@ -298,11 +299,11 @@ func decodeHeader(data []byte, h *header) error {
 		return nil
 	}
 	if errors.Is(err, jsontext.ErrDuplicateName) {
-		return &Error{Code: CodeHeaderInvalid, Detail: "the header has a duplicate member"}
+		return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header has a duplicate member"}
 	}
 	var serr *json.SemanticError
 	if errors.As(err, &serr) && len(serr.JSONPointer) > 0 {
-		return &Error{Code: CodeHeaderInvalid, Detail: "a header member has the wrong JSON type"}
+		return &Error{Code: problem.CodeHeaderInvalid, Detail: "a header member has the wrong JSON type"}
 	}
 	return malformed("the header is not a JSON object")
 }
@@ -331,9 +332,9 @@ func checkType(typ string) error {
 		return nil
 	}
 	if typ == "" {
-		return &Error{Code: CodeHeaderInvalid, Detail: "the header has no typ: it must be JWT"}
+		return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header has no typ: it must be JWT"}
 	}
-	return &Error{Code: CodeHeaderInvalid, Detail: "the header typ is not JWT"}
+	return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header typ is not JWT"}
 }
 
 // checkAlgorithm enforces docs/interface.md A-AUTH-1 to A-AUTH-3 and RFC 8725 §3.1: alg must
@@ -342,7 +343,7 @@ func checkType(typ string) error {
 func (v *Verifier) checkAlgorithm(alg string) (int, error) {
 	i := algIndex(alg)
 	if i < 0 || v.verifiers[i] == nil {
-		return -1, &Error{Code: CodeAlgorithmNotAllowed, Detail: "the header alg is not one the partner may use"}
+		return -1, &Error{Code: problem.CodeAlgorithmNotAllowed, Detail: "the header alg is not one the partner may use"}
 	}
 	return i, nil
 }
@@ -350,7 +351,7 @@ func (v *Verifier) checkAlgorithm(alg string) (int, error) {
 // checkKeyIDPresent enforces docs/interface.md A-AUTH-4: the header names its key by kid.
 func checkKeyIDPresent(kid string) error {
 	if kid == "" {
-		return &Error{Code: CodeKeyIDMissing, Detail: "the header has no kid"}
+		return &Error{Code: problem.CodeKeyIDMissing, Detail: "the header has no kid"}
 	}
 	return nil
 }
@@ -358,7 +359,7 @@ func checkKeyIDPresent(kid string) error {
 // checkKeyIDLength refuses a kid no key set can hold before it reaches the key source.
 func checkKeyIDLength(kid string) error {
 	if len(kid) > MaxKeyIDLength {
-		return &Error{Code: CodeKeyUnknown, Detail: "the header kid is longer than any accepted kid"}
+		return &Error{Code: problem.CodeKeyUnknown, Detail: "the header kid is longer than any accepted kid"}
 	}
 	return nil
 }
@@ -370,7 +371,7 @@ func checkKeyIDLength(kid string) error {
 func checkNoForbiddenMembers(h *header) error {
 	for _, m := range [...]jsontext.Value{h.Jku, h.Jwk, h.X5u, h.Crit, h.B64, h.Cty, h.Enc, h.Zip} {
 		if m != nil {
-			return &Error{Code: CodeHeaderInvalid, Detail: "the header has a member that is not accepted (jku, jwk, x5u, crit, b64, cty, enc or zip)"}
+			return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header has a member that is not accepted (jku, jwk, x5u, crit, b64, cty, enc or zip)"}
 		}
 	}
 	return nil
@@ -387,11 +388,11 @@ func checkNoForbiddenMembers(h *header) error {
 func checkKeyHints(h *header) error {
 	for _, m := range [...]jsontext.Value{h.X5t, h.X5tS256} {
 		if m != nil && m.Kind() != '"' {
-			return &Error{Code: CodeHeaderInvalid, Detail: "the header member x5t or x5t#S256 is not a string"}
+			return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header member x5t or x5t#S256 is not a string"}
 		}
 	}
 	if h.X5c != nil && !isStringArray(h.X5c) {
-		return &Error{Code: CodeHeaderInvalid, Detail: "the header member x5c is not a non-empty array of strings"}
+		return &Error{Code: problem.CodeHeaderInvalid, Detail: "the header member x5c is not a non-empty array of strings"}
 	}
 	return nil
 }
@@ -441,7 +442,7 @@ func lookupKey(ctx context.Context, keys KeySource, kid string) (*Key, error) {
 // exists, but the algorithm is not one this key may be used with.
 func checkKeyAlgorithm(key *Key, alg string) error {
 	if !key.allows(alg) {
-		return &Error{Code: CodeAlgorithmNotAllowed, Detail: "the header alg does not match the key's type or alg"}
+		return &Error{Code: problem.CodeAlgorithmNotAllowed, Detail: "the header alg does not match the key's type or alg"}
 	}
 	return nil
 }
@@ -472,5 +473,5 @@ func (v *Verifier) checkSignature(alg int, key *Key, signingInput, sig []byte) e
 }
 
 func errSignatureInvalid(cause error) error {
-	return &Error{Code: CodeSignatureInvalid, Detail: "the signature does not verify with the partner's key", Err: cause}
+	return &Error{Code: problem.CodeSignatureInvalid, Detail: "the signature does not verify with the partner's key", Err: cause}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/problem"
 )
 
 func TestVerifyAccepts(t *testing.T) {
@@ -196,15 +197,15 @@ func TestVerifyKeySourceFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		src  KeySource
-		want Code
+		want problem.Code
 	}{
-		{"nil source", nil, CodeKeysUnavailable},
-		{"nil set", (*KeySet)(nil), CodeKeysUnavailable},
-		{"plain error", keySourceFunc(func(context.Context, string) (*Key, error) { return nil, errors.New("boom") }), CodeKeysUnavailable},
-		{"nil key", keySourceFunc(func(context.Context, string) (*Key, error) { return nil, nil }), CodeKeysUnavailable},
+		{"nil source", nil, problem.CodeKeysUnavailable},
+		{"nil set", (*KeySet)(nil), problem.CodeKeysUnavailable},
+		{"plain error", keySourceFunc(func(context.Context, string) (*Key, error) { return nil, errors.New("boom") }), problem.CodeKeysUnavailable},
+		{"nil key", keySourceFunc(func(context.Context, string) (*Key, error) { return nil, nil }), problem.CodeKeysUnavailable},
 		{"unavailable", keySourceFunc(func(context.Context, string) (*Key, error) {
-			return nil, &Error{Code: CodeKeysUnavailable, Detail: "down"}
-		}), CodeKeysUnavailable},
+			return nil, &Error{Code: problem.CodeKeysUnavailable, Detail: "down"}
+		}), problem.CodeKeysUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := v.Verify(context.Background(), tok, tc.src)
@@ -246,8 +247,8 @@ func TestVerifyNoStateBetweenTokens(t *testing.T) {
 			t.Errorf("Verify(sparse).Payload = %+v, want no fields of the token before", got.Payload)
 		}
 		// The audience found in the previous token must not count for this one.
-		if _, err := v.Verify(context.Background(), noAud, set); CodeOf(err) != CodeAudienceInvalid {
-			t.Errorf("Verify(no aud) after a valid token = %v, want %q", err, CodeAudienceInvalid)
+		if _, err := v.Verify(context.Background(), noAud, set); CodeOf(err) != problem.CodeAudienceInvalid {
+			t.Errorf("Verify(no aud) after a valid token = %v, want %q", err, problem.CodeAudienceInvalid)
 		}
 	}
 	t.Run("sequential", check)

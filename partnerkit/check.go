@@ -8,6 +8,7 @@ import (
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // Outcome of one rule in a Report.
@@ -22,9 +23,9 @@ const (
 
 // Step is one rule of the gateway's verification, in the gateway's order.
 type Step struct {
-	Rule    string         // what the gateway requires, in a sentence
-	RuleID  string         // the docs/interface.md rule it enforces, "" for the gateway's own
-	Code    linktoken.Code // the code the gateway answers when this rule fails
+	Rule    string       // what the gateway requires, in a sentence
+	RuleID  string       // the docs/interface.md rule it enforces, "" for the gateway's own
+	Code    problem.Code // the code the gateway answers when this rule fails
 	Outcome Outcome
 	Detail  string                // why it failed, or what was found
 	Fields  []linkspec.FieldError // the failing payload fields, or the dropped ones
@@ -35,7 +36,7 @@ type Step struct {
 type Report struct {
 	Steps    []Step
 	Accepted bool
-	Code     linktoken.Code
+	Code     problem.Code
 	Detail   string
 	Fields   []linkspec.FieldError
 	Kind     linkspec.Kind
@@ -50,7 +51,7 @@ type Report struct {
 
 // CodeKeySetRefused is the code Check reports when the key set fails the gateway's load
 // checks: the gateway keeps no keys for the partner and answers keys_unavailable.
-const CodeKeySetRefused = linktoken.CodeKeysUnavailable
+const CodeKeySetRefused = problem.CodeKeysUnavailable
 
 // Check explains, rule by rule, why the gateway would accept or reject token for a partner
 // with the given rules and published key set (jwks.json), at time now. It cannot see the

@@ -11,12 +11,13 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // brokenToken is one way to get a token wrong, with the code the gateway answers.
 type brokenToken struct {
 	name string
-	code linktoken.Code
+	code problem.Code
 	make func(t testing.TB) string
 }
 
@@ -36,40 +37,40 @@ func brokenTokens() []brokenToken {
 		{"valid RS256", "", with("RS256", none)},
 		{"valid PS256", "", with("PS256", none)},
 		{"valid ES256", "", with("ES256", none)},
-		{"not a JWS", linktoken.CodeTokenMalformed, func(t testing.TB) string { return "not.a-token" }},
-		{"typ JOSE", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["typ"] = "JOSE" })},
+		{"not a JWS", problem.CodeTokenMalformed, func(t testing.TB) string { return "not.a-token" }},
+		{"typ JOSE", problem.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["typ"] = "JOSE" })},
 		{"typ jwt lower case", "", with("ES256", func(h, c map[string]any) { h["typ"] = "jwt" })},
-		{"typ missing", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { delete(h, "typ") })},
-		{"kid missing", linktoken.CodeKeyIDMissing, with("ES256", func(h, c map[string]any) { delete(h, "kid") })},
-		{"kid unknown", linktoken.CodeKeyUnknown, with("ES256", func(h, c map[string]any) { h["kid"] = "k-other" })},
-		{"jku present", linktoken.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["jku"] = "https://evil.example/jwks.json" })},
-		{"RSA key under the EC kid", linktoken.CodeAlgorithmNotAllowed, func(t testing.TB) string {
+		{"typ missing", problem.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { delete(h, "typ") })},
+		{"kid missing", problem.CodeKeyIDMissing, with("ES256", func(h, c map[string]any) { delete(h, "kid") })},
+		{"kid unknown", problem.CodeKeyUnknown, with("ES256", func(h, c map[string]any) { h["kid"] = "k-other" })},
+		{"jku present", problem.CodeHeaderInvalid, with("ES256", func(h, c map[string]any) { h["jku"] = "https://evil.example/jwks.json" })},
+		{"RSA key under the EC kid", problem.CodeAlgorithmNotAllowed, func(t testing.TB) string {
 			return signWith(t, keyFor(t, "RS256"), "RS256", hdr("ES256"), validClaims(mainPayload()))
 		}},
-		{"signed by another key", linktoken.CodeSignatureInvalid, func(t testing.TB) string {
+		{"signed by another key", problem.CodeSignatureInvalid, func(t testing.TB) string {
 			other, _ := GenerateKey("ES256", 0)
 			return signWith(t, other, "ES256", hdr("ES256"), validClaims(mainPayload()))
 		}},
-		{"PS256 key signing RS256", linktoken.CodeAlgorithmNotAllowed, func(t testing.TB) string {
+		{"PS256 key signing RS256", problem.CodeAlgorithmNotAllowed, func(t testing.TB) string {
 			return signWith(t, keyFor(t, "PS256"), "RS256", hdr("PS256"), validClaims(mainPayload()))
 		}},
-		{"wrong iss", linktoken.CodeIssuerInvalid, with("ES256", func(h, c map[string]any) { c["iss"] = "https://other.example" })},
-		{"wrong aud", linktoken.CodeAudienceInvalid, with("ES256", func(h, c map[string]any) { c["aud"] = []string{"a", "b"} })},
+		{"wrong iss", problem.CodeIssuerInvalid, with("ES256", func(h, c map[string]any) { c["iss"] = "https://other.example" })},
+		{"wrong aud", problem.CodeAudienceInvalid, with("ES256", func(h, c map[string]any) { c["aud"] = []string{"a", "b"} })},
 		{"aud array with ours", "", with("ES256", func(h, c map[string]any) { c["aud"] = []string{"x", testAud} })},
-		{"exp missing", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { delete(c, "exp") })},
-		{"nbf a string", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["nbf"] = "now" })},
-		{"lifetime 6 minutes", linktoken.CodeLifetimeTooLong, with("ES256", func(h, c map[string]any) { c["exp"] = testNow.Unix() + 360 })},
-		{"iat differs from nbf", linktoken.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["iat"] = testNow.Unix() - 10 })},
-		{"expired", linktoken.CodeTokenExpired, with("ES256", func(h, c map[string]any) {
+		{"exp missing", problem.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { delete(c, "exp") })},
+		{"nbf a string", problem.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["nbf"] = "now" })},
+		{"lifetime 6 minutes", problem.CodeLifetimeTooLong, with("ES256", func(h, c map[string]any) { c["exp"] = testNow.Unix() + 360 })},
+		{"iat differs from nbf", problem.CodeClaimsInvalid, with("ES256", func(h, c map[string]any) { c["iat"] = testNow.Unix() - 10 })},
+		{"expired", problem.CodeTokenExpired, with("ES256", func(h, c map[string]any) {
 			c["nbf"], c["iat"], c["exp"] = testNow.Unix()-400, testNow.Unix()-400, testNow.Unix()-280
 		})},
-		{"not yet valid", linktoken.CodeTokenNotYetValid, with("ES256", func(h, c map[string]any) {
+		{"not yet valid", problem.CodeTokenNotYetValid, with("ES256", func(h, c map[string]any) {
 			c["nbf"], c["iat"], c["exp"] = testNow.Unix()+100, testNow.Unix()+100, testNow.Unix()+200
 		})},
-		{"nonce missing", linktoken.CodeNonceMissing, with("ES256", func(h, c map[string]any) { delete(c, "nonce") })},
-		{"nonce short", linktoken.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = "abc" })},
-		{"nonce a number", linktoken.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = 12345678901234567 })},
-		{"duplicate claim", linktoken.CodeClaimsInvalid, func(t testing.TB) string {
+		{"nonce missing", problem.CodeNonceMissing, with("ES256", func(h, c map[string]any) { delete(c, "nonce") })},
+		{"nonce short", problem.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = "abc" })},
+		{"nonce a number", problem.CodeNonceInvalid, with("ES256", func(h, c map[string]any) { c["nonce"] = 12345678901234567 })},
+		{"duplicate claim", problem.CodeClaimsInvalid, func(t testing.TB) string {
 			c := validClaims(mainPayload())
 			body, _ := json.Marshal(c)
 			body = append(body[:len(body)-1], []byte(`,"iss":"https://evil.example"}`)...)
@@ -80,12 +81,12 @@ func brokenTokens() []brokenToken {
 			}
 			return tok
 		}},
-		{"payload field a number", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { c["employeeId"] = 7 })},
-		{"payload invalid", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeFirstname") })},
+		{"payload field a number", problem.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { c["employeeId"] = 7 })},
+		{"payload invalid", problem.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeFirstname") })},
 		{"birthdate not a date (optional: dropped)", "", with("ES256", func(h, c map[string]any) {
 			c["contact"].(map[string]any)["birthdate"] = "1981-02-29"
 		})},
-		{"main link without employeeId", linktoken.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeId") })},
+		{"main link without employeeId", problem.CodePayloadInvalid, with("ES256", func(h, c map[string]any) { delete(c, "employeeId") })},
 		{"x5t hint", "", with("RS256", func(h, c map[string]any) { h["x5t"] = "bm90LWEtdGh1bWJwcmludA" })},
 	}
 }
@@ -226,7 +227,7 @@ func TestCheckKindsAndKeySet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := Check(context.Background(), tok, jwks, linktoken.Rules{Issuer: testIss, Audience: testAud, Kinds: []linkspec.Kind{linkspec.KindGo}}, testNow)
-	if r.Accepted || r.Code != linktoken.CodeKindNotAllowed {
+	if r.Accepted || r.Code != problem.CodeKindNotAllowed {
 		t.Errorf("Check(main link, Go-only partner) = %q, want kind_not_allowed", r.Code)
 	}
 	r = Check(context.Background(), tok, jwks, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
@@ -244,7 +245,7 @@ func TestCheckKindsAndKeySet(t *testing.T) {
 	// As at a gateway whose key set could not be loaded, the token's own framing and header
 	// are judged first.
 	r = Check(context.Background(), "not.a-token", private, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
-	if r.Code != linktoken.CodeTokenMalformed || r.KeySetError == "" {
+	if r.Code != problem.CodeTokenMalformed || r.KeySetError == "" {
 		t.Errorf("Check(malformed token, private key set) = %q, key set error %q; want token_malformed and the key set error", r.Code, r.KeySetError)
 	}
 }

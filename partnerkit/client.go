@@ -74,9 +74,9 @@ func (r *Rejection) Error() string {
 	return b.String()
 }
 
-// problem is the wire form of Rejection. The request id is read under both spellings Caddy
+// problemDoc is the wire form of Rejection. The request id is read under both spellings Caddy
 // configurations use.
-type problem struct {
+type problemDoc struct {
 	Type       string                `json:"type"`
 	Title      string                `json:"title"`
 	Status     int                   `json:"status"`
@@ -132,7 +132,7 @@ func (c *Client) PostToken(ctx context.Context, endpoint, token string) (string,
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mediaType == "application/problem+json" {
-		var pr problem
+		var pr problemDoc
 		if err := json.Unmarshal(body, &pr); err != nil {
 			return "", fmt.Errorf("gateway answered %s with an unreadable problem document", resp.Status)
 		}

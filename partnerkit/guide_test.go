@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // The partner guide includes its snippets verbatim: the block after each
@@ -108,13 +109,13 @@ func TestGuideListsEveryCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []linktoken.Code{
-		linktoken.CodeTokenMalformed, linktoken.CodeHeaderInvalid, linktoken.CodeAlgorithmNotAllowed,
-		linktoken.CodeKeyIDMissing, linktoken.CodeKeyUnknown, linktoken.CodeKeysUnavailable,
-		linktoken.CodeSignatureInvalid, linktoken.CodeClaimsInvalid, linktoken.CodeIssuerInvalid,
-		linktoken.CodeAudienceInvalid, linktoken.CodeLifetimeTooLong, linktoken.CodeTokenNotYetValid,
-		linktoken.CodeTokenExpired, linktoken.CodeNonceMissing, linktoken.CodeNonceInvalid,
-		linktoken.CodePayloadInvalid, linktoken.CodeKindNotAllowed,
+	for _, c := range []problem.Code{
+		problem.CodeTokenMalformed, problem.CodeHeaderInvalid, problem.CodeAlgorithmNotAllowed,
+		problem.CodeKeyIDMissing, problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
+		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid, problem.CodeIssuerInvalid,
+		problem.CodeAudienceInvalid, problem.CodeLifetimeTooLong, problem.CodeTokenNotYetValid,
+		problem.CodeTokenExpired, problem.CodeNonceMissing, problem.CodeNonceInvalid,
+		problem.CodePayloadInvalid, problem.CodeKindNotAllowed,
 	} {
 		if !bytes.Contains(doc, []byte("| `"+string(c)+"` |")) {
 			t.Errorf("docs/partners.md has no error table row for %s", c)

@@ -38,10 +38,30 @@ const (
 	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
 )
 
+// The verifier's codes (linktoken), one per token rule, cheapest check first.
+const (
+	CodeTokenMalformed      Code = "token_malformed"       // not a compact JWS of base64url JSON
+	CodeHeaderInvalid       Code = "header_invalid"        // typ not JWT, crit/b64/cty/jku/jwk/x5u/enc/zip present, a malformed x5c/x5t hint
+	CodeAlgorithmNotAllowed Code = "algorithm_not_allowed" // alg outside the partner's set
+	CodeKeyIDMissing        Code = "key_id_missing"        // no kid
+	CodeKeyUnknown          Code = "key_unknown"           // kid not in the partner's key set
+	CodeKeysUnavailable     Code = "keys_unavailable"      // the key set is not loaded (yet)
+	CodeSignatureInvalid    Code = "signature_invalid"
+	CodeClaimsInvalid       Code = "claims_invalid"      // wrong JSON type, duplicate member, missing nbf/exp, iat != nbf
+	CodeIssuerInvalid       Code = "issuer_invalid"      // iss is not the partner's issuer
+	CodeAudienceInvalid     Code = "audience_invalid"    // aud does not contain the agreed audience
+	CodeLifetimeTooLong     Code = "lifetime_too_long"   // exp - nbf over max_lifetime
+	CodeTokenNotYetValid    Code = "token_not_yet_valid" // now < nbf - leeway
+	CodeTokenExpired        Code = "token_expired"       // now >= exp + leeway
+	CodeNonceMissing        Code = "nonce_missing"
+	CodeNonceInvalid        Code = "nonce_invalid"    // not a string, or outside the length bounds
+	CodePayloadInvalid      Code = "payload_invalid"  // the app service answers it too
+	CodeKindNotAllowed      Code = "kind_not_allowed" // a main link to a Go-only partner, or the reverse
+)
+
 // The app service's codes. It also answers not_found, method_not_allowed and
 // internal_error, in the gateway's sense.
 const (
-	CodePayloadInvalid     Code = "payload_invalid"            // the verifier's too: the claims do not hold a valid payload
 	CodeAssertionInvalid   Code = "gateway_assertion_invalid"  // no valid gateway assertion: not from the gateway
 	CodeAssertionReplayed  Code = "gateway_assertion_replayed" // a valid assertion seen before: a replayed request
 	CodeLoginCodeInvalid   Code = "login_code_invalid"
@@ -64,9 +84,6 @@ type kind struct {
 // token was good once; a new one is needed, and retrying this one never helps) and for a
 // token the replay store cannot vouch for; 503 with Retry-After for a dependency of the
 // gateway that failed, so the token itself may succeed later.
-//
-// The verifier's codes are spelled as strings until their constants move here from
-// linktoken; a test checks that every linktoken code has its row.
 var kinds = map[Code]kind{
 	CodeNotFound:             {"Not a partner link endpoint", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
@@ -89,23 +106,23 @@ var kinds = map[Code]kind{
 	CodeNonceStoreFull:        {"Replay protection at capacity", http.StatusServiceUnavailable},
 	CodeInternal:              {"Internal error", http.StatusInternalServerError},
 
-	"token_malformed":       {"Token malformed", http.StatusBadRequest},
-	"header_invalid":        {"Token header invalid", http.StatusBadRequest},
-	"algorithm_not_allowed": {"Algorithm not allowed", http.StatusUnauthorized},
-	"key_id_missing":        {"Key id missing", http.StatusBadRequest},
-	"key_unknown":           {"Unknown key", http.StatusUnauthorized},
-	"keys_unavailable":      {"Partner keys unavailable", http.StatusServiceUnavailable},
-	"signature_invalid":     {"Signature invalid", http.StatusUnauthorized},
-	"claims_invalid":        {"Claims invalid", http.StatusBadRequest},
-	"issuer_invalid":        {"Issuer invalid", http.StatusUnauthorized},
-	"audience_invalid":      {"Audience invalid", http.StatusUnauthorized},
-	"lifetime_too_long":     {"Token lifetime too long", http.StatusBadRequest},
-	"token_not_yet_valid":   {"Token not yet valid", http.StatusUnauthorized},
-	"token_expired":         {"Token expired", http.StatusUnauthorized},
-	"nonce_missing":         {"Nonce missing", http.StatusBadRequest},
-	"nonce_invalid":         {"Nonce invalid", http.StatusBadRequest},
+	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
+	CodeHeaderInvalid:       {"Token header invalid", http.StatusBadRequest},
+	CodeAlgorithmNotAllowed: {"Algorithm not allowed", http.StatusUnauthorized},
+	CodeKeyIDMissing:        {"Key id missing", http.StatusBadRequest},
+	CodeKeyUnknown:          {"Unknown key", http.StatusUnauthorized},
+	CodeKeysUnavailable:     {"Partner keys unavailable", http.StatusServiceUnavailable},
+	CodeSignatureInvalid:    {"Signature invalid", http.StatusUnauthorized},
+	CodeClaimsInvalid:       {"Claims invalid", http.StatusBadRequest},
+	CodeIssuerInvalid:       {"Issuer invalid", http.StatusUnauthorized},
+	CodeAudienceInvalid:     {"Audience invalid", http.StatusUnauthorized},
+	CodeLifetimeTooLong:     {"Token lifetime too long", http.StatusBadRequest},
+	CodeTokenNotYetValid:    {"Token not yet valid", http.StatusUnauthorized},
+	CodeTokenExpired:        {"Token expired", http.StatusUnauthorized},
+	CodeNonceMissing:        {"Nonce missing", http.StatusBadRequest},
+	CodeNonceInvalid:        {"Nonce invalid", http.StatusBadRequest},
 	CodePayloadInvalid:      {"Payload invalid", http.StatusBadRequest},
-	"kind_not_allowed":      {"Link kind not allowed", http.StatusForbidden},
+	CodeKindNotAllowed:      {"Link kind not allowed", http.StatusForbidden},
 
 	CodeAssertionInvalid:  {"Not forwarded by the gateway", http.StatusForbidden},
 	CodeAssertionReplayed: {"Request already processed", http.StatusConflict},

@@ -7,41 +7,40 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/problem"
 )
 
 func TestStatus(t *testing.T) {
 	tests := map[problem.Code]int{
-		problem.CodePartnerUnknown:                      404,
-		problem.CodeNotFound:                            404,
-		problem.CodeMethodNotAllowed:                    405,
-		problem.CodeUnsupportedMediaType:                415,
-		problem.CodeBodyTooLarge:                        413,
-		problem.CodeTokenMissing:                        400,
-		problem.CodeTokenDuplicated:                     400,
-		problem.Code(linktoken.CodeTokenMalformed):      400,
-		problem.Code(linktoken.CodeHeaderInvalid):       400,
-		problem.Code(linktoken.CodeClaimsInvalid):       400,
-		problem.Code(linktoken.CodePayloadInvalid):      400,
-		problem.Code(linktoken.CodeLifetimeTooLong):     400,
-		problem.Code(linktoken.CodeSignatureInvalid):    401,
-		problem.Code(linktoken.CodeKeyUnknown):          401,
-		problem.Code(linktoken.CodeTokenExpired):        401,
-		problem.Code(linktoken.CodeAlgorithmNotAllowed): 401,
-		problem.Code(linktoken.CodeKindNotAllowed):      403,
-		problem.CodeTokenReplayed:                       409,
-		problem.CodeTokenBeforeStoreStart:               409,
-		problem.Code(linktoken.CodeKeysUnavailable):     503,
-		problem.CodeNonceStoreUnavailable:               503,
-		problem.CodeNonceStoreFull:                      503,
-		problem.CodeInternal:                            500,
-		problem.CodeAssertionInvalid:                    403,
-		problem.CodeAssertionReplayed:                   409,
-		problem.CodeLoginCodeInvalid:                    400,
-		problem.CodeLoginCodeUsed:                       410,
-		problem.CodeLoginCodeExpired:                    410,
-		problem.CodeCSRFInvalid:                         403,
+		problem.CodePartnerUnknown:        404,
+		problem.CodeNotFound:              404,
+		problem.CodeMethodNotAllowed:      405,
+		problem.CodeUnsupportedMediaType:  415,
+		problem.CodeBodyTooLarge:          413,
+		problem.CodeTokenMissing:          400,
+		problem.CodeTokenDuplicated:       400,
+		problem.CodeTokenMalformed:        400,
+		problem.CodeHeaderInvalid:         400,
+		problem.CodeClaimsInvalid:         400,
+		problem.CodePayloadInvalid:        400,
+		problem.CodeLifetimeTooLong:       400,
+		problem.CodeSignatureInvalid:      401,
+		problem.CodeKeyUnknown:            401,
+		problem.CodeTokenExpired:          401,
+		problem.CodeAlgorithmNotAllowed:   401,
+		problem.CodeKindNotAllowed:        403,
+		problem.CodeTokenReplayed:         409,
+		problem.CodeTokenBeforeStoreStart: 409,
+		problem.CodeKeysUnavailable:       503,
+		problem.CodeNonceStoreUnavailable: 503,
+		problem.CodeNonceStoreFull:        503,
+		problem.CodeInternal:              500,
+		problem.CodeAssertionInvalid:      403,
+		problem.CodeAssertionReplayed:     409,
+		problem.CodeLoginCodeInvalid:      400,
+		problem.CodeLoginCodeUsed:         410,
+		problem.CodeLoginCodeExpired:      410,
+		problem.CodeCSRFInvalid:           403,
 	}
 	for code, want := range tests {
 		if got := problem.Status(code); got != want {
@@ -61,15 +60,15 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull, problem.CodeInternal,
 		problem.CodeAssertionInvalid, problem.CodeAssertionReplayed, problem.CodeLoginCodeInvalid,
 		problem.CodeLoginCodeUsed, problem.CodeLoginCodeExpired, problem.CodeCSRFInvalid,
-		problem.Code(linktoken.CodeTokenMalformed), problem.Code(linktoken.CodeHeaderInvalid),
-		problem.Code(linktoken.CodeAlgorithmNotAllowed), problem.Code(linktoken.CodeKeyIDMissing),
-		problem.Code(linktoken.CodeKeyUnknown), problem.Code(linktoken.CodeKeysUnavailable),
-		problem.Code(linktoken.CodeSignatureInvalid), problem.Code(linktoken.CodeClaimsInvalid),
-		problem.Code(linktoken.CodeIssuerInvalid), problem.Code(linktoken.CodeAudienceInvalid),
-		problem.Code(linktoken.CodeLifetimeTooLong), problem.Code(linktoken.CodeTokenNotYetValid),
-		problem.Code(linktoken.CodeTokenExpired), problem.Code(linktoken.CodeNonceMissing),
-		problem.Code(linktoken.CodeNonceInvalid), problem.Code(linktoken.CodePayloadInvalid),
-		problem.Code(linktoken.CodeKindNotAllowed),
+		problem.CodeTokenMalformed, problem.CodeHeaderInvalid,
+		problem.CodeAlgorithmNotAllowed, problem.CodeKeyIDMissing,
+		problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
+		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid,
+		problem.CodeIssuerInvalid, problem.CodeAudienceInvalid,
+		problem.CodeLifetimeTooLong, problem.CodeTokenNotYetValid,
+		problem.CodeTokenExpired, problem.CodeNonceMissing,
+		problem.CodeNonceInvalid, problem.CodePayloadInvalid,
+		problem.CodeKindNotAllowed,
 	} {
 		if problem.Title(c) == "Link rejected" {
 			t.Errorf("Title(%q) has no title of its own", c)
@@ -79,7 +78,7 @@ func TestEveryCodeHasATitle(t *testing.T) {
 
 // TestJSONShape pins the document's bytes: partners parse it.
 func TestJSONShape(t *testing.T) {
-	p := problem.New(problem.Code(linktoken.CodePayloadInvalid), "the payload is not valid")
+	p := problem.New(problem.CodePayloadInvalid, "the payload is not valid")
 	p.Fields = []problem.FieldError{{Field: "contact.firstname", Reason: "missing"}}
 	p.RequestID = "r1"
 	w := httptest.NewRecorder()

@@ -19,6 +19,7 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/partnerkit"
+	"github.com/partnergate/partnergate/problem"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -233,7 +234,7 @@ func TestRotationCommands(t *testing.T) {
 		t.Fatalf("jwks remove = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	oldTok := partnerlink(t, "", append([]string{"mint", "--key", filepath.Join(oldDir, "private.pem"), "--kid", "old", "--alg", "RS256", "--iss", iss, "--aud", aud}, goFlags...)...)
-	if _, err := verify(t, published, oldTok.stdout); linktoken.CodeOf(err) != linktoken.CodeKeyUnknown {
+	if _, err := verify(t, published, oldTok.stdout); linktoken.CodeOf(err) != problem.CodeKeyUnknown {
 		t.Errorf("old key's token after removal = %v, want key_unknown", err)
 	}
 	r = partnerlink(t, "", "jwks", "remove", "--jwks", published, "--kid", "new")

@@ -13,6 +13,7 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // casebookPartner is the Caddyfile block of a partner with rules r and the cases' key set.
@@ -91,7 +92,7 @@ func TestEveryVerifierRejectionThroughTheGateway(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewVerifier(%+v) = %v", c.Rules, err)
 			}
-			verdict := func(body string) linktoken.Code {
+			verdict := func(body string) problem.Code {
 				_, err := v.Verify(context.Background(), []byte(body), set)
 				if err == nil {
 					return ""
@@ -101,7 +102,7 @@ func TestEveryVerifierRejectionThroughTheGateway(t *testing.T) {
 			for attempt := 1; ; attempt++ {
 				tok := linktokentest.RejectionsAt(time.Now().Add(-offset))[i].Token(t)
 				body := strings.TrimSpace(tok) // the endpoint trims the body, as partners' tools add newlines
-				want, before := c.Want, linktoken.Code("")
+				want, before := c.Want, problem.Code("")
 				switch {
 				case len(tok) > linktoken.MaxTokenLength: // the default max_body_size
 					want = "body_too_large"

@@ -112,8 +112,8 @@ func mint(t *testing.T, k *harness.Key, tok harness.Token) string {
 	return k.Sign(t, tok)
 }
 
-// problem decodes a problem+json answer.
-type problem struct {
+// problemDoc decodes a problem+json answer.
+type problemDoc struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
 	Status    int    `json:"status"`
@@ -126,12 +126,12 @@ type problem struct {
 	} `json:"fields"`
 }
 
-func decodeProblem(t *testing.T, r *harness.Response) problem {
+func decodeProblem(t *testing.T, r *harness.Response) problemDoc {
 	t.Helper()
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %s)", ct, r.StatusCode, r.Body)
 	}
-	var p problem
+	var p problemDoc
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		t.Fatalf("decoding problem %s: %v", r.Body, err)
 	}

@@ -63,7 +63,7 @@ func TestReadTimeoutEndsSlowBody(t *testing.T) {
 	if n >= len(tok) {
 		t.Fatalf("the gateway waited for the whole slow body (%d bytes); want it cut off by read_timeout", n)
 	}
-	var p problem
+	var p problemDoc
 	if err := json.Unmarshal(body, &p); err != nil {
 		t.Fatalf("decoding %s: %v", body, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/harness"
-	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -53,13 +52,13 @@ func TestGuideListsEveryCode(t *testing.T) {
 		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull,
 		problem.CodeInternal,
 	}
-	for _, c := range []linktoken.Code{
-		linktoken.CodeTokenMalformed, linktoken.CodeHeaderInvalid, linktoken.CodeAlgorithmNotAllowed,
-		linktoken.CodeKeyIDMissing, linktoken.CodeKeyUnknown, linktoken.CodeKeysUnavailable,
-		linktoken.CodeSignatureInvalid, linktoken.CodeClaimsInvalid, linktoken.CodeIssuerInvalid,
-		linktoken.CodeAudienceInvalid, linktoken.CodeLifetimeTooLong, linktoken.CodeTokenNotYetValid,
-		linktoken.CodeTokenExpired, linktoken.CodeNonceMissing, linktoken.CodeNonceInvalid,
-		linktoken.CodePayloadInvalid, linktoken.CodeKindNotAllowed,
+	for _, c := range []problem.Code{
+		problem.CodeTokenMalformed, problem.CodeHeaderInvalid, problem.CodeAlgorithmNotAllowed,
+		problem.CodeKeyIDMissing, problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
+		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid, problem.CodeIssuerInvalid,
+		problem.CodeAudienceInvalid, problem.CodeLifetimeTooLong, problem.CodeTokenNotYetValid,
+		problem.CodeTokenExpired, problem.CodeNonceMissing, problem.CodeNonceInvalid,
+		problem.CodePayloadInvalid, problem.CodeKindNotAllowed,
 	} {
 		codes = append(codes, problem.Code(c))
 	}

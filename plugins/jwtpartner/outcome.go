@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -22,7 +21,7 @@ func levelOf(rej *rejection) zapcore.Level {
 	case rej == nil:
 		return zapcore.DebugLevel
 	case rej.code == problem.CodeInternal, rej.code == problem.CodeNonceStoreUnavailable,
-		rej.code == problem.CodeNonceStoreFull, rej.code == problem.Code(linktoken.CodeKeysUnavailable):
+		rej.code == problem.CodeNonceStoreFull, rej.code == problem.CodeKeysUnavailable:
 		return zapcore.ErrorLevel
 	case rej.code == problem.CodeTokenReplayed, rej.code == problem.CodeTokenBeforeStoreStart:
 		return zapcore.InfoLevel

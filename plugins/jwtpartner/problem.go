@@ -28,7 +28,7 @@ func reject(c problem.Code, detail string) *rejection { return &rejection{code: 
 func rejectToken(err error) *rejection {
 	var e *linktoken.Error
 	if errors.As(err, &e) {
-		return &rejection{code: problem.Code(e.Code), detail: e.Detail, fields: e.Fields, err: e.Err}
+		return &rejection{code: e.Code, detail: e.Detail, fields: e.Fields, err: e.Err}
 	}
 	return &rejection{code: problem.CodeInternal, detail: "the token could not be checked", err: err}
 }

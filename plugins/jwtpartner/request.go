@@ -209,7 +209,7 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, he
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, reject(problem.Code(linktoken.CodeTokenMalformed), "the form body is not valid application/x-www-form-urlencoded")
+		return nil, reject(problem.CodeTokenMalformed, "the form body is not valid application/x-www-form-urlencoded")
 	}
 	vals := form["payload"]
 	switch {
