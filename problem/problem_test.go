@@ -148,7 +148,7 @@ func TestParsePageInLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.String()
-	for _, want := range []string{`<main title="Link already used">`, `<p class="error">Used already.</p>`, "Error code <code>login_code_used</code> (HTTP 410)", "</main>"} {
+	for _, want := range []string{`<main title="Link already used">`, `<p class="error">Used already.</p>`, `Error code <code id="code">login_code_used</code> (HTTP 410)`, "</main>"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("page lacks %q:\n%s", want, got)
 		}
