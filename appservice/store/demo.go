@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // SeedDemo gives orgID demo persons with profile data and workout plans made from the
@@ -26,22 +26,22 @@ func (s *Store) SeedDemo(ctx context.Context, orgID, ownerAccountID int64) error
 		byTitle[t.Title] = t.ID
 	}
 	for _, d := range []struct {
-		sel   people.Select
+		sel   personspec.Select
 		plans []string
 	}{
-		{people.Select{CustomID: "demo-1", Firstname: "Åse", Lastname: "Ødegård", Gender: "female", DateOfBirth: "1958-04-12",
+		{personspec.Select{CustomID: "demo-1", Firstname: "Åse", Lastname: "Ødegård", Gender: "female", DateOfBirth: "1958-04-12",
 			Email: "ase@example.com", Location: "Tromsø", Country: "NO",
-			Profile: []people.ProfileEntry{
+			Profile: []personspec.ProfileEntry{
 				{Key: "weight", Name: "Weight", Value: "64", Unit: "kg", Date: day(0), Source: "demo"},
 				{Key: "weight", Name: "Weight", Value: "63.2", Unit: "kg", Date: day(4), Source: "demo"},
 				{Key: "tug", Name: "Timed up and go", Value: "11.5", Unit: "s", Date: day(4), Source: "demo"},
 			}}, []string{"Balance for seniors"}},
-		{people.Select{CustomID: "demo-2", Firstname: "Jonas", Lastname: "Lindqvist", Gender: "male", DateOfBirth: "1987-09-30",
+		{personspec.Select{CustomID: "demo-2", Firstname: "Jonas", Lastname: "Lindqvist", Gender: "male", DateOfBirth: "1987-09-30",
 			Mobile: "+46 70 123 45 67", Location: "Uppsala", Country: "SE",
-			Profile: []people.ProfileEntry{
+			Profile: []personspec.ProfileEntry{
 				{Key: "knee-flexion", Name: "Knee flexion, left", Value: "95", Unit: "degrees", Date: day(1), Source: "demo"},
 			}}, []string{"Knee rehabilitation, week 1", "Hip and core strength"}},
-		{people.Select{CustomID: "demo-3", Firstname: "Mia", Lastname: "Virtanen", Gender: "female", DateOfBirth: "1992-02-17",
+		{personspec.Select{CustomID: "demo-3", Firstname: "Mia", Lastname: "Virtanen", Gender: "female", DateOfBirth: "1992-02-17",
 			Location: "Turku", Country: "FI"}, []string{"Low back basics"}},
 	} {
 		p, _, _, err := s.SelectPerson(ctx, orgID, &d.sel)

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 func TestCaseExports(t *testing.T) {
@@ -20,7 +20,7 @@ func TestCaseExports(t *testing.T) {
 			s.EnsureInstructor(ctx, "coach", "", "Coach Carter", "pw")
 			var acct int64
 			queryRow(t, s, "SELECT id FROM accounts WHERE username = 'coach'", nil, &acct)
-			p, _, _ := mustSelect(t, s, org, people.Select{CustomID: "p1", Firstname: "A", Lastname: "B"})
+			p, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "p1", Firstname: "A", Lastname: "B"})
 			w, err := s.CreateWorkout(ctx, org, acct, p.ID, 0, "Plan")
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // ErrNotFound is an id that does not exist in the caller's organization: ids of another
@@ -44,7 +44,7 @@ func (p *Person) Name() string { return displayName(p.Firstname, p.Middlename, p
 
 // ProfileEntry is a stored profile data entry.
 type ProfileEntry struct {
-	people.ProfileEntry
+	personspec.ProfileEntry
 	ID        int64
 	UpdatedAt time.Time
 }
@@ -156,7 +156,7 @@ func (s *Store) SetCustomID(ctx context.Context, orgID, personID int64, customID
 // ones; profile entries are added, and re-sending an entry (same key, date and source)
 // updates it. A new person's custom id is sel.CustomID; a person found by UserID takes
 // sel.CustomID when it is given.
-func (s *Store) SelectPerson(ctx context.Context, orgID int64, sel *people.Select) (p *Person, created bool, matched int, err error) {
+func (s *Store) SelectPerson(ctx context.Context, orgID int64, sel *personspec.Select) (p *Person, created bool, matched int, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		created, matched = false, 0
 		now := s.now()
@@ -252,7 +252,7 @@ func (s *Store) mergeExtra(ctx context.Context, tx *sql.Tx, person int64, add ma
 	return string(b), err
 }
 
-func (s *Store) upsertProfile(ctx context.Context, tx *sql.Tx, orgID, person int64, e people.ProfileEntry, now int64) error {
+func (s *Store) upsertProfile(ctx context.Context, tx *sql.Tx, orgID, person int64, e personspec.ProfileEntry, now int64) error {
 	var measured int64
 	if !e.Date.IsZero() {
 		measured = e.Date.UnixMilli()

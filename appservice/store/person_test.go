@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // orgOf returns the id of a fresh organization made by a Go link of partner demo.
@@ -16,7 +16,7 @@ func orgOf(t *testing.T, s *Store, partnerOrg string) int64 {
 	return mustResolve(t, s, goLink(partnerOrg, "seed-"+partnerOrg, "seed@example.com")).OrganizationID
 }
 
-func mustSelect(t *testing.T, s *Store, org int64, sel people.Select) (*Person, bool, int) {
+func mustSelect(t *testing.T, s *Store, org int64, sel personspec.Select) (*Person, bool, int) {
 	t.Helper()
 	p, created, matched, err := s.SelectPerson(context.Background(), org, &sel)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestSelectPerson(t *testing.T) {
 			s := b.open(t, c)
 			org := orgOf(t, s, "org1")
 
-			p, created, matched := mustSelect(t, s, org, people.Select{CustomID: "42", Firstname: "Åse", Lastname: "Ødegård",
+			p, created, matched := mustSelect(t, s, org, personspec.Select{CustomID: "42", Firstname: "Åse", Lastname: "Ødegård",
 				Gender: "female", DateOfBirth: "1950-03-04", Country: "NO",
 				Extra: map[string]json.RawMessage{"insurance": json.RawMessage(`"A-1"`)}})
 			if !created || matched != 0 || p.CustomID != "42" || p.Name() != "Åse Ødegård" || p.Gender != "female" || p.BirthDate != "1950-03-04" {
@@ -42,7 +42,7 @@ func TestSelectPerson(t *testing.T) {
 
 			t.Run("by service id, empty fields kept, extra merged", func(t *testing.T) {
 				c.Add(time.Second)
-				got, created, matched := mustSelect(t, s, org, people.Select{UserID: p.ID, Firstname: "Åse", Lastname: "Ødegård",
+				got, created, matched := mustSelect(t, s, org, personspec.Select{UserID: p.ID, Firstname: "Åse", Lastname: "Ødegård",
 					Mobile: "+47 1", Extra: map[string]json.RawMessage{"ward": json.RawMessage(`7`)}})
 				if created || matched != 1 || got.ID != p.ID || got.BirthDate != "1950-03-04" || got.Country != "NO" || got.Mobile != "+47 1" {
 					t.Errorf("by id = %+v (created %v, matched %d), want the same person with birth date kept and mobile set", got, created, matched)
@@ -56,8 +56,8 @@ func TestSelectPerson(t *testing.T) {
 			})
 
 			t.Run("non-unique custom id: most recently changed, matched count", func(t *testing.T) {
-				older, _, _ := mustSelect(t, s, org, people.Select{CustomID: "dup-tmp", Firstname: "Older", Lastname: "One"})
-				newer, _, _ := mustSelect(t, s, org, people.Select{CustomID: "dup-tmp2", Firstname: "Newer", Lastname: "One"})
+				older, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "dup-tmp", Firstname: "Older", Lastname: "One"})
+				newer, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "dup-tmp2", Firstname: "Newer", Lastname: "One"})
 				c.Add(time.Second)
 				if err := s.SetCustomID(ctx, org, older.ID, "dup"); err != nil {
 					t.Fatal(err)
@@ -66,7 +66,7 @@ func TestSelectPerson(t *testing.T) {
 				if err := s.SetCustomID(ctx, org, newer.ID, "dup"); err != nil {
 					t.Fatal(err)
 				}
-				got, created, matched := mustSelect(t, s, org, people.Select{CustomID: "dup", Firstname: "Newer", Lastname: "One"})
+				got, created, matched := mustSelect(t, s, org, personspec.Select{CustomID: "dup", Firstname: "Newer", Lastname: "One"})
 				if created || matched != 2 || got.ID != newer.ID {
 					t.Errorf("by custom id = person %d (created %v, matched %d), want %d of 2", got.ID, created, matched, newer.ID)
 				}
@@ -75,8 +75,8 @@ func TestSelectPerson(t *testing.T) {
 					t.Errorf("Persons(dup) = %+v, %v, want newer then older", list, err)
 				}
 				c.Add(time.Second)
-				mustSelect(t, s, org, people.Select{UserID: older.ID, Firstname: "Older", Lastname: "One"})
-				if got, _, _ := mustSelect(t, s, org, people.Select{CustomID: "dup", Firstname: "X", Lastname: "Y"}); got.ID != older.ID {
+				mustSelect(t, s, org, personspec.Select{UserID: older.ID, Firstname: "Older", Lastname: "One"})
+				if got, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "dup", Firstname: "X", Lastname: "Y"}); got.ID != older.ID {
 					t.Errorf("after changing the older one, by custom id = %d, want %d", got.ID, older.ID)
 				}
 				all, err := s.Persons(ctx, org, "", 2)
@@ -86,7 +86,7 @@ func TestSelectPerson(t *testing.T) {
 			})
 
 			t.Run("unknown service id", func(t *testing.T) {
-				if _, _, _, err := s.SelectPerson(ctx, org, &people.Select{UserID: 99999, Firstname: "A", Lastname: "B"}); !errors.Is(err, ErrNotFound) {
+				if _, _, _, err := s.SelectPerson(ctx, org, &personspec.Select{UserID: 99999, Firstname: "A", Lastname: "B"}); !errors.Is(err, ErrNotFound) {
 					t.Errorf("SelectPerson(unknown id) = %v, want ErrNotFound", err)
 				}
 			})
@@ -106,19 +106,19 @@ func TestProfileEntries(t *testing.T) {
 			seconds := time.Date(2026, 3, 1, 8, 15, 30, 0, time.UTC) // yyyy-MM-dd HH:mm:ss
 			minutes := time.Date(2026, 3, 2, 8, 15, 0, 0, time.UTC)  // yyyy-MM-dd HH:mm
 			day := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)       // yyyy-MM-dd
-			entries := []people.ProfileEntry{
+			entries := []personspec.ProfileEntry{
 				{Key: "weight", Name: "Weight", Value: "80", Unit: "kg", Date: seconds, Source: "scale"},
 				{Key: "weight", Name: "Weight", Value: "79", Unit: "kg", Date: minutes, Source: "scale"},
 				{Key: "weight", Name: "Weight", Value: "78", Unit: "kg", Date: day, Source: "scale", Extra: map[string]string{"device": "X1"}},
 				{Key: "height", Name: "Height", Value: "180", Unit: "cm"},
 			}
-			p, _, _ := mustSelect(t, s, org, people.Select{CustomID: "p", Firstname: "A", Lastname: "B", Profile: entries})
-			resend := []people.ProfileEntry{
+			p, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "p", Firstname: "A", Lastname: "B", Profile: entries})
+			resend := []personspec.ProfileEntry{
 				{Key: "weight", Name: "Weight", Value: "77.5", Unit: "kg", Date: day, Source: "scale"},
 				{Key: "height", Name: "Height", Value: "181", Unit: "cm"},
 				{Key: "weight", Name: "Weight", Value: "70", Unit: "kg", Date: day, Source: "manual"},
 			}
-			mustSelect(t, s, org, people.Select{UserID: p.ID, Firstname: "A", Lastname: "B", Profile: resend})
+			mustSelect(t, s, org, personspec.Select{UserID: p.ID, Firstname: "A", Lastname: "B", Profile: resend})
 			got, err := s.Profile(ctx, org, p.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -161,7 +161,7 @@ func TestSelectPersonRollsBack(t *testing.T) {
 					}
 					return nil
 				}
-				sel := people.Select{CustomID: "p", Firstname: "A", Lastname: "B", Profile: []people.ProfileEntry{{Key: "k", Value: "1"}}}
+				sel := personspec.Select{CustomID: "p", Firstname: "A", Lastname: "B", Profile: []personspec.ProfileEntry{{Key: "k", Value: "1"}}}
 				if _, _, _, err := s.SelectPerson(context.Background(), org, &sel); !errors.Is(err, boom) {
 					t.Fatalf("SelectPerson = %v, want the injected failure", err)
 				}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // TestOrganizationScoping: every operation given organization A's id and an id of
@@ -22,9 +22,9 @@ func TestOrganizationScoping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pB, _, _ := mustSelect(t, s, orgB, people.Select{CustomID: "shared", Firstname: "B", Lastname: "Person",
-				Profile: []people.ProfileEntry{{Key: "k", Value: "secret"}}})
-			pA, _, _ := mustSelect(t, s, orgA, people.Select{CustomID: "a", Firstname: "A", Lastname: "Person"})
+			pB, _, _ := mustSelect(t, s, orgB, personspec.Select{CustomID: "shared", Firstname: "B", Lastname: "Person",
+				Profile: []personspec.ProfileEntry{{Key: "k", Value: "secret"}}})
+			pA, _, _ := mustSelect(t, s, orgA, personspec.Select{CustomID: "a", Firstname: "A", Lastname: "Person"})
 			wB, _ := s.CreateWorkout(ctx, orgB, 0, pB.ID, 0, "B's plan")
 			wA, _ := s.CreateWorkout(ctx, orgA, 0, pA.ID, 0, "A's plan")
 			tB, _ := s.CreateWorkout(ctx, orgB, 0, 0, 0, "B's template")
@@ -44,7 +44,7 @@ VALUES (?, 'B only', 'strength', 'legs', 'none', 'B', 0) RETURNING id`, []any{or
 				{"SetCustomID", s.SetCustomID(ctx, orgA, pB.ID, "x")},
 				{"Profile", func() error { _, err := s.Profile(ctx, orgA, pB.ID); return err }()},
 				{"SelectPerson", func() error {
-					_, _, _, err := s.SelectPerson(ctx, orgA, &people.Select{UserID: pB.ID, Firstname: "X", Lastname: "Y"})
+					_, _, _, err := s.SelectPerson(ctx, orgA, &personspec.Select{UserID: pB.ID, Firstname: "X", Lastname: "Y"})
 					return err
 				}()},
 				{"Exercise", func() error { _, err := s.Exercise(ctx, orgA, exerciseB); return err }()},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnergate/partnergate/appservice/people"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 func TestCatalogueSeeded(t *testing.T) {
@@ -65,7 +65,7 @@ func TestWorkouts(t *testing.T) {
 			c := newClock()
 			s := b.open(t, c)
 			org := orgOf(t, s, "org1")
-			p, _, _ := mustSelect(t, s, org, people.Select{CustomID: "p1", Firstname: "Åse", Lastname: "Ødegård"})
+			p, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "p1", Firstname: "Åse", Lastname: "Ødegård"})
 			if _, err := s.EnsureInstructor(ctx, "coach", "", "Coach Carter", "pw"); err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestWorkoutRollsBack(t *testing.T) {
 				ctx := context.Background()
 				s := b.open(t, newClock())
 				org := orgOf(t, s, "org1")
-				p, _, _ := mustSelect(t, s, org, people.Select{CustomID: "p1", Firstname: "A", Lastname: "B"})
+				p, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "p1", Firstname: "A", Lastname: "B"})
 				tmpl, _ := s.Workouts(ctx, org, WorkoutQuery{Templates: true, Limit: 1})
 				w, err := s.CreateWorkout(ctx, org, 0, p.ID, tmpl[0].ID, "")
 				if err != nil {

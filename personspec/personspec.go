@@ -1,8 +1,8 @@
-// Package people holds the person record that the desktop wrapper's selectperson command
+// Package personspec holds the person record that the desktop wrapper's selectperson command
 // (interface part B, B-PIPE-SELECT) and the JSON API exchange: its decoder and the profile
 // date format. It knows no database and no HTTP, so the store, the web handlers and the
 // fuzz tests share one reading of the input.
-package people
+package personspec
 
 import (
 	"bytes"
