@@ -1,0 +1,344 @@
+// Package command is the desktop wrapper's one command model (interface part B): the
+// command-line arguments, the input.xml file and the pipe all turn into Commands, which
+// one queue runs in order against the page. Validation lives here, so that a command is
+// refused the same way whichever protocol brought it.
+package command
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/partnergate/partnergate/personspec"
+)
+
+// Name is a command's method name, lower-case as the original wrapper matched it.
+type Name string
+
+// The pipe's methods (B-PIPE), then those only the arguments and the XML file give.
+const (
+	Hide                 Name = "hide"
+	Show                 Name = "show"
+	Version              Name = "version"
+	Close                Name = "close"
+	GetWorkoutsForClient Name = "getworkoutsforclient"
+	OpenWorkout          Name = "openworkout"
+	GetListOfUsers       Name = "getlistofusers"
+	SetCustomID          Name = "setcustomid"
+	SelectPerson         Name = "selectperson"
+
+	SignOn         Name = "signon"         // Args "user": the calling program's user name (B-SSO)
+	QueryExercises Name = "queryexercises" // Args "text": the search text, may be empty
+	QueryWorkouts  Name = "queryworkouts"  // Args "text": the search text, may be empty
+	SetCase        Name = "setcase"        // Args "caseid": the case PDFs are archived under
+)
+
+// Where a command came from, for Command.Source.
+const (
+	FromArguments = "arguments"
+	FromXML       = "xml"
+	FromPipe      = "pipe"
+)
+
+// Command is one request to the wrapper.
+type Command struct {
+	Name Name
+	// Args holds the arguments with lower-case names and typed values: int64 ids, strings,
+	// and for selectperson's profiledata the decoded JSON array ([]any).
+	Args map[string]any
+	// Source is FromArguments, FromXML or FromPipe.
+	Source string
+}
+
+// NeedsSignIn tells whether the command must wait until someone is signed in: everything
+// but the window commands, version and signon, which comes before the sign-in.
+func (c Command) NeedsSignIn() bool {
+	switch c.Name {
+	case Hide, Show, Version, Close, SignOn:
+		return false
+	}
+	return true
+}
+
+// kind is how an argument is normalised and checked.
+type kind int
+
+const (
+	text    kind = iota // a string; a JSON number is taken as its literal text
+	integer             // an int64; a string of digits is accepted, as the sample client sends
+	date                // a date, normalised to yyyy-MM-dd or RFC 3339
+)
+
+// fields lists every command and the arguments it reads. Selectperson's other members are
+// personspec's to judge; unknown arguments of the other commands are ignored.
+var fields = map[Name]map[string]kind{
+	Hide: {}, Show: {}, Version: {}, Close: {},
+	GetWorkoutsForClient: {"customid": text, "userid": integer, "from": date},
+	OpenWorkout:          {"id": integer},
+	GetListOfUsers:       {"customid": text},
+	SetCustomID:          {"userid": integer, "customid": text},
+	SelectPerson:         {"userid": integer},
+	SignOn:               {"user": text},
+	QueryExercises:       {"text": text},
+	QueryWorkouts:        {"text": text},
+	SetCase:              {"caseid": text},
+}
+
+// Limits of text arguments; the case id's is the app service's.
+const (
+	maxText   = 256
+	maxCaseID = 128
+)
+
+// Error is a refused command: an unknown name, or the arguments that failed and why.
+// Reasons never quote a value, since errors go back to the caller and into logs.
+type Error struct {
+	Name   Name
+	Fields []personspec.FieldError
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return fmt.Sprintf("unknown command %q", e.Name)
+	}
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Reason
+	}
+	return fmt.Sprintf("%s: %s", e.Name, strings.Join(parts, "; "))
+}
+
+// New builds a command from a method name and arguments as a protocol read them (pipe
+// arguments decoded with json.Decoder.UseNumber), matching both names case-insensitively,
+// normalising the values and validating the result.
+func New(name string, args map[string]any, source string) (Command, error) {
+	n := Name(strings.ToLower(strings.TrimSpace(name)))
+	known, ok := fields[n]
+	if !ok {
+		return Command{}, &Error{Name: Name(shorten(string(n)))}
+	}
+	c := Command{Name: n, Args: make(map[string]any, len(args)), Source: source}
+	var errs []personspec.FieldError
+	for _, k := range slices.Sorted(maps.Keys(args)) { // sorted, so that errors read the same each time
+		v := args[k]
+		key := strings.ToLower(k)
+		if _, dup := c.Args[key]; dup {
+			errs = append(errs, personspec.FieldError{Field: shorten(key), Reason: "given twice"})
+			continue
+		}
+		kd, ok := known[key]
+		if !ok {
+			c.Args[key] = v
+			continue
+		}
+		nv, err := normalise(kd, v)
+		if err != nil {
+			errs = append(errs, personspec.FieldError{Field: key, Reason: err.Error()})
+			continue
+		}
+		if nv != nil {
+			c.Args[key] = nv
+		}
+	}
+	if errs != nil {
+		return Command{}, &Error{Name: n, Fields: errs}
+	}
+	return c, Validate(c)
+}
+
+// normalise converts v to the kind's type; nil means absent (null or a blank string).
+func normalise(k kind, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = strings.TrimSpace(v)
+	case json.Number:
+		s = v.String()
+	case int64:
+		s = strconv.FormatInt(v, 10)
+	case int:
+		s = strconv.Itoa(v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			return nil, errors.New("must be an integer")
+		}
+		s = strconv.FormatInt(int64(v), 10)
+	default:
+		return nil, errors.New("must be a string or a number")
+	}
+	if s == "" {
+		return nil, nil
+	}
+	switch k {
+	case integer:
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, errors.New("must be an integer")
+		}
+		return id, nil
+	case date:
+		t, dateOnly, err := ParseDate(s)
+		if err != nil {
+			return nil, err
+		}
+		if dateOnly {
+			return t.Format(time.DateOnly), nil
+		}
+		return t.Format(time.RFC3339), nil
+	}
+	return s, nil
+}
+
+// ParseDate reads a getworkoutsforclient "from": yyyy-MM-dd (preferred), yyyy-MM-dd HH:mm,
+// yyyy-MM-dd HH:mm:ss or RFC 3339. dateOnly tells the first form, which means the whole day.
+func ParseDate(s string) (t time.Time, dateOnly bool, err error) {
+	if t, err := personspec.ParseProfileDate(s); err == nil {
+		return t, len(s) == len(time.DateOnly), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, false, nil
+	}
+	return time.Time{}, false, errors.New("must be a date yyyy-MM-dd (or yyyy-MM-dd HH:mm:ss, or RFC 3339)")
+}
+
+// Validate checks c.Args for c.Name: required arguments present, ids positive, texts
+// within limits, selectperson by personspec's rules (B-PIPE-SELECT).
+func Validate(c Command) error {
+	known, ok := fields[c.Name]
+	if !ok {
+		return &Error{Name: Name(shorten(string(c.Name)))}
+	}
+	v := validator{name: c.Name, args: c.Args}
+	for _, key := range slices.Sorted(maps.Keys(known)) {
+		v.check(key, known[key])
+	}
+	switch c.Name {
+	case GetWorkoutsForClient:
+		switch {
+		case v.failed("customid") || v.failed("userid"):
+		case !v.has("customid") && !v.has("userid"):
+			v.fail("customid", "required unless userid is given")
+		case v.has("customid") && v.has("userid"):
+			v.fail("userid", "give customid or userid, not both")
+		}
+	case OpenWorkout:
+		v.require("id")
+	case SetCustomID:
+		v.require("userid")
+		v.require("customid")
+	case SignOn:
+		v.require("user")
+	case SetCase:
+		v.require("caseid")
+		if s, _ := c.Args["caseid"].(string); utf8.RuneCountInString(s) > maxCaseID {
+			v.fail("caseid", fmt.Sprintf("too long (at most %d characters)", maxCaseID))
+		}
+	case SelectPerson:
+		if len(v.errs) == 0 {
+			v.selectPerson()
+		}
+	}
+	if v.errs != nil {
+		return &Error{Name: c.Name, Fields: v.errs}
+	}
+	return nil
+}
+
+type validator struct {
+	name Name
+	args map[string]any
+	errs []personspec.FieldError
+}
+
+func (v *validator) fail(field, reason string) {
+	v.errs = append(v.errs, personspec.FieldError{Field: field, Reason: reason})
+}
+
+func (v *validator) has(key string) bool {
+	_, ok := v.args[key]
+	return ok
+}
+
+func (v *validator) failed(key string) bool {
+	for _, e := range v.errs {
+		if e.Field == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) require(key string) {
+	if !v.has(key) && !v.failed(key) {
+		v.fail(key, "required")
+	}
+}
+
+// check verifies the type and range of one argument, if present.
+func (v *validator) check(key string, k kind) {
+	val, ok := v.args[key]
+	if !ok {
+		return
+	}
+	switch k {
+	case integer:
+		id, ok := val.(int64)
+		switch {
+		case !ok:
+			v.fail(key, "must be an integer")
+		case id < 0, id == 0 && v.name != SelectPerson: // selectperson's userid 0 creates a person
+			v.fail(key, "must be a positive integer")
+		}
+	case date:
+		s, ok := val.(string)
+		if !ok {
+			v.fail(key, "must be a string")
+		} else if _, _, err := ParseDate(s); err != nil {
+			v.fail(key, err.Error())
+		}
+	default:
+		s, ok := val.(string)
+		switch {
+		case !ok:
+			v.fail(key, "must be a string")
+		case utf8.RuneCountInString(s) > maxText:
+			v.fail(key, fmt.Sprintf("too long (at most %d characters)", maxText))
+		case strings.IndexFunc(s, unicode.IsControl) >= 0:
+			v.fail(key, "contains a control character")
+		}
+	}
+}
+
+// selectPerson runs personspec's decoder, the app service's own, over the arguments.
+func (v *validator) selectPerson() {
+	data, err := json.Marshal(v.args)
+	if err != nil {
+		v.fail("args", "must be JSON values")
+		return
+	}
+	_, errs, err := personspec.DecodeSelect(data)
+	if err != nil {
+		v.fail("args", "must be one object of valid UTF-8")
+		return
+	}
+	v.errs = append(v.errs, errs...)
+}
+
+// shorten keeps a name readable in an error message.
+func shorten(s string) string {
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	return string([]rune(s)[:40]) + "…"
+}
