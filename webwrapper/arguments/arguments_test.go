@@ -1,0 +1,141 @@
+package arguments
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/webwrapper/command"
+)
+
+// names gives the commands' names and arguments in order, for comparison.
+func names(cmds []command.Command) []string {
+	var out []string
+	for _, c := range cmds {
+		out = append(out, string(c.Name))
+	}
+	return out
+}
+
+func TestParseOrderAndContact(t *testing.T) {
+	// Written in another order than they are applied, keys in mixed case, from a raw
+	// Windows command line.
+	line := `openworkout=12 QueryWorkouts=knee queryexercises="hip flexor" LastName="Ørnø Nordmann" ` +
+		`FirstName=Åsa ID=P-1 dateofbirth=1950-07-01 email=asa@example.com mobile="+47 999 99 999" caseid=C-9 signon=DOMAIN\asa`
+	p, err := Parse(Split(line), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"signon", "setcase", "selectperson", "queryexercises", "queryworkouts", "openworkout"}
+	if got := names(p.Commands); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Parse(%q) commands = %q, want %q", line, got, want)
+	}
+	wantArgs := []map[string]any{
+		{"user": `DOMAIN\asa`},
+		{"caseid": "C-9"},
+		{"customid": "P-1", "firstname": "Åsa", "lastname": "Ørnø Nordmann", "dateofbirth": "1950-07-01",
+			"email": "asa@example.com", "mobile": "+47 999 99 999"},
+		{"text": "hip flexor"},
+		{"text": "knee"},
+		{"id": int64(12)},
+	}
+	for i, c := range p.Commands {
+		if !reflect.DeepEqual(c.Args, wantArgs[i]) || c.Source != command.FromArguments {
+			t.Errorf("command %d %s args = %#v from %q, want %#v", i, c.Name, c.Args, c.Source, wantArgs[i])
+		}
+	}
+	if p.Warnings != nil || p.XMLPath != "" || p.Provider != "" {
+		t.Errorf("Parse(%q) = warnings %q, path %q, provider %q, want none", line, p.Warnings, p.XMLPath, p.Provider)
+	}
+}
+
+func TestParseThreeOfThree(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		select_ bool
+		warning string
+	}{
+		{"all three", []string{"id=1", "firstname=A", "lastname=B"}, true, ""},
+		{"no lastname", []string{"id=1", "firstname=A", "dateofbirth=1950-07-01"}, false, "lastname missing"},
+		{"no id", []string{"firstname=A", "lastname=B"}, false, "id missing"},
+		{"blank id", []string{`id=""`, "firstname=A", "lastname=B"}, false, "id missing"},
+		{"only email", []string{"email=a@example.com"}, false, "id and firstname and lastname missing"},
+		{"none", []string{"signon=x"}, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse(tt.args, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := false
+			for _, c := range p.Commands {
+				got = got || c.Name == command.SelectPerson
+			}
+			if got != tt.select_ {
+				t.Errorf("Parse(%q) selects = %v, want %v", tt.args, got, tt.select_)
+			}
+			if w := strings.Join(p.Warnings, "\n"); (tt.warning == "") != (w == "") || !strings.Contains(w, tt.warning) {
+				t.Errorf("Parse(%q) warnings = %q, want %q", tt.args, p.Warnings, tt.warning)
+			}
+		})
+	}
+}
+
+func TestParseWarningsAndPath(t *testing.T) {
+	p, err := Parse([]string{"input.xml", "Colour=blue", "stray", `provider="Svc.Desktop.Arguments.Component, Svc.Desktop"`, "signon=a", "SIGNON=b"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("input.xml")
+	if p.XMLPath != abs || !filepath.IsAbs(p.XMLPath) {
+		t.Errorf("XMLPath = %q, want %q", p.XMLPath, abs)
+	}
+	if p.Provider != "Svc.Desktop.Arguments.Component, Svc.Desktop" {
+		t.Errorf("Provider = %q", p.Provider)
+	}
+	want := []string{`unknown argument "colour" ignored`, "argument 3 is not key=value: ignored", `argument "signon" given twice: the last one counts`}
+	if !reflect.DeepEqual(p.Warnings, want) {
+		t.Errorf("Warnings = %q, want %q", p.Warnings, want)
+	}
+	if len(p.Commands) != 1 || p.Commands[0].Args["user"] != "b" {
+		t.Errorf("Commands = %+v, want signon b", p.Commands)
+	}
+	// A path with '=' in it is still a path, and a key=value first argument is no path.
+	if p, _ := Parse([]string{`C:\a=b\input.xml`}, ""); p.XMLPath == "" {
+		t.Errorf(`Parse(C:\a=b\input.xml) XMLPath = ""`)
+	}
+	if p, _ := Parse([]string{`signon=x`}, ""); p.XMLPath != "" {
+		t.Errorf(`Parse(signon=x) XMLPath = %q`, p.XMLPath)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"openworkout=abc"}, "openworkout: id: must be an integer"},
+		{[]string{"id=1", "firstname=A", "lastname=B", "dateofbirth=1.7.1950"}, "selectperson: dateofbirth: must be a date"},
+		{[]string{"caseid=" + strings.Repeat("x", 200)}, "setcase: caseid: too long"},
+	} {
+		p, err := Parse(tt.args, "")
+		if err == nil || !strings.Contains(err.Error(), tt.want) || p.Commands != nil {
+			t.Errorf("Parse(%.60q) = %v, %v; want error %q and no commands", tt.args, p.Commands, err, tt.want)
+		}
+	}
+}
+
+func TestForForwarding(t *testing.T) {
+	abs, _ := filepath.Abs("in.xml")
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"in.xml", "x=y"}, []string{abs, "x=y"}},
+		{[]string{"id=1", "in.xml"}, []string{"id=1", "in.xml"}},
+		{nil, nil},
+	} {
+		if got := ForForwarding(tt.args); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ForForwarding(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
