@@ -1,0 +1,65 @@
+//go:build !windows
+
+package pipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// Path gives the socket of process pid: svcpipe.<pid> in $XDG_RUNTIME_DIR, which only
+// the user may enter, else in a per-user folder of mode 0700 under the temporary folder.
+func Path(pid int) (string, error) {
+	name := "svcpipe." + strconv.Itoa(pid)
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" && filepath.IsAbs(dir) {
+		return filepath.Join(dir, name), nil
+	}
+	dir := filepath.Join(os.TempDir(), "svcpipe-"+strconv.Itoa(os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("making the pipe folder: %v", err)
+	}
+	// The folder may have been made by someone else first, to read our requests.
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("checking the pipe folder: %v", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("pipe folder %s is not a folder of this user with mode 0700", dir)
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// listen makes the socket with mode 0600. A socket left by a crashed process whose id was
+// reused is removed when nothing answers on it.
+func listen(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("pipe %s is in use", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the pipe: %v", err)
+	}
+	// The folder is the user's alone, so the moment before chmod exposes nothing.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("opening the pipe: %v", err)
+	}
+	return ln, nil
+}
+
+func dial(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", path)
+}

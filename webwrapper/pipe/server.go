@@ -1,0 +1,110 @@
+package pipe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/partnergate/partnergate/webwrapper/command"
+)
+
+// Handler runs one command. It returns the reply to write, or hasReply false to close
+// without one (show, hide, close, openworkout and selectperson may do so: the original's
+// clients do not read a reply for them). An error is answered {"error": "<message>"}, so
+// its text must not quote a person's data.
+type Handler func(ctx context.Context, c command.Command) (reply []byte, hasReply bool, err error)
+
+// Time limits of one connection. The request follows the connect at once in every known
+// client; the handler itself may wait longer (for a sign-in), which these do not bound.
+const (
+	readTimeout  = 10 * time.Second
+	writeTimeout = 10 * time.Second
+)
+
+// Server is the listening pipe svcpipe.<pid>.
+type Server struct {
+	ln   net.Listener
+	path string
+}
+
+// Listen opens the pipe for process id pid: the named pipe \\.\pipe\svcpipe.<pid> that
+// only the current user may open on Windows, a socket of mode 0600 elsewhere (Path).
+func Listen(pid int) (*Server, error) {
+	path, err := Path(pid)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := listen(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{ln: ln, path: path}, nil
+}
+
+// Path returns where the server listens.
+func (s *Server) Path() string { return s.path }
+
+// Serve answers connections, each in its own goroutine, until ctx ends; it then closes
+// the listener (which removes the socket file), waits for the handlers, which see ctx
+// cancelled, and returns nil. Any other end of accepting is returned as an error.
+func (s *Server) Serve(ctx context.Context, h Handler) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	defer s.ln.Close()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		wg.Go(func() { serveConn(ctx, conn, h) })
+	}
+}
+
+// serveConn reads one request, runs it and writes the reply, if any. A request that does
+// not arrive whole is not answered: the client has gone.
+func serveConn(ctx context.Context, conn net.Conn, h Handler) {
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(readTimeout))
+	msg, err := ReadMessage(conn)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		reply(conn, errorReply(err))
+		return
+	case err != nil:
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	c, err := DecodeRequest(msg)
+	if err != nil {
+		reply(conn, errorReply(err))
+		return
+	}
+	out, has, err := h(ctx, c)
+	switch {
+	case err != nil:
+		reply(conn, errorReply(err))
+	case has:
+		if len(out) > MaxMessage {
+			reply(conn, errorReply(errors.New("reply too large")))
+			return
+		}
+		reply(conn, out)
+	}
+}
+
+// reply writes one message; a client that has gone or stopped reading is not waited for.
+func reply(conn net.Conn, msg []byte) {
+	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	WriteMessage(conn, msg) // an error means the client has gone: nothing to do
+}
