@@ -52,7 +52,7 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 	var p Parsed
 	values := map[string]string{}
 	for i, arg := range args {
-		key, value, ok := splitPair(arg)
+		key, value, ok := Pair(arg)
 		if !ok {
 			if i == 0 {
 				p.XMLPath = absolute(arg)
@@ -167,7 +167,7 @@ func contact(values map[string]string, shortDate string) (map[string]any, string
 func ForForwarding(args []string) []string {
 	out := slices.Clone(args)
 	if len(out) > 0 {
-		if _, _, ok := splitPair(out[0]); !ok {
+		if _, _, ok := Pair(out[0]); !ok {
 			out[0] = absolute(out[0])
 		}
 	}
@@ -183,10 +183,10 @@ func absolute(path string) string {
 	return path
 }
 
-// splitPair splits key=value. The key must be letters only, so that a path such as
+// Pair splits key=value. The key must be letters only, so that a path such as
 // C:\a=b\input.xml is not read as a pair; it is lower-cased (keys are case-insensitive).
 // A value still in double quotes (a caller that quoted it twice) loses them.
-func splitPair(arg string) (key, value string, ok bool) {
+func Pair(arg string) (key, value string, ok bool) {
 	key, value, ok = strings.Cut(arg, "=")
 	if !ok || key == "" || strings.IndexFunc(key, func(r rune) bool { return !unicode.IsLetter(r) }) >= 0 {
 		return "", "", false

@@ -1,0 +1,98 @@
+// Package provider is the registry of the wrapper's protocol providers (SVC-8), keyed by
+// the .NET type names the interface gives them, which the ProtocolProvider setting and
+// the provider= argument name. The original loaded a .NET component by that name; here
+// a Go package registers its Provider in its init function, as Caddy modules do, and a
+// program that imports it can use it.
+package provider
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/partnergate/partnergate/webwrapper/arguments"
+	"github.com/partnergate/partnergate/webwrapper/command"
+)
+
+// The providers of the interface. XML is the default, as ProtocolProvider's.
+const (
+	XML       = "Svc.Desktop.Legacy3.Component, Svc.Desktop"
+	Arguments = "Svc.Desktop.Arguments.Component, Svc.Desktop"
+	Default   = XML
+)
+
+// Provider turns one command line (without the program name, provider= included) into
+// commands, in the order they are to run, and warnings about what it ignored. An error
+// means nothing is to run.
+type Provider interface {
+	Commands(args []string) (cmds []command.Command, warnings []string, err error)
+}
+
+var (
+	mu        sync.RWMutex
+	providers = map[string]entry{} // by normalised name
+)
+
+type entry struct {
+	name string // as registered, for messages
+	p    Provider
+}
+
+// Register adds a provider under its type name. It is meant for init functions and
+// panics on an empty or taken name, as caddy.RegisterModule does: both are programming
+// errors.
+func Register(name string, p Provider) {
+	key := normalise(name)
+	if key == "" || p == nil {
+		panic("provider: Register with an empty name or a nil provider")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := providers[key]; dup {
+		panic("provider: " + name + " registered twice")
+	}
+	providers[key] = entry{strings.TrimSpace(name), p}
+}
+
+// Lookup returns the provider of a type name; "" is Default. An unknown name is an
+// error listing the known ones, upon which the program exits with status 2.
+func Lookup(name string) (Provider, error) {
+	if strings.TrimSpace(name) == "" {
+		name = Default
+	}
+	mu.RLock()
+	defer mu.RUnlock()
+	if e, ok := providers[normalise(name)]; ok {
+		return e.p, nil
+	}
+	var known []string
+	for _, e := range providers {
+		known = append(known, e.name)
+	}
+	slices.Sort(known)
+	return nil, fmt.Errorf("unknown protocol provider %q (known: %s)", name, strings.Join(known, "; "))
+}
+
+// ForArgs returns the provider that a command line asks for with provider=, else the one
+// configured (the ProtocolProvider setting), else Default.
+func ForArgs(args []string, configured string) (Provider, error) {
+	name := configured
+	for _, a := range args {
+		if k, v, ok := arguments.Pair(a); ok && k == "provider" {
+			name = v
+		}
+	}
+	return Lookup(name)
+}
+
+// normalise lets a hand-written name match: the spaces around the comma and the case do
+// not count (.NET's are case-sensitive, but no two providers differ in case only).
+func normalise(name string) string {
+	typ, assembly, _ := strings.Cut(strings.ToLower(name), ",")
+	typ, assembly = strings.TrimSpace(typ), strings.TrimSpace(assembly)
+	if assembly == "" {
+		return typ
+	}
+	return typ + ", " + assembly
+}
