@@ -3,9 +3,10 @@ package arguments
 import "strings"
 
 // Split breaks the arguments part of a Windows command line (after the program name) into
-// arguments by the rules of CommandLineToArgvW, which .NET programs and Go's os.Args on
-// Windows both follow, so that a caller holding one raw line gets what the original
-// wrapper got:
+// arguments by the rules of CommandLineToArgvW, which .NET programs follow. Go's runtime
+// splits os.Args on Windows by the same rules, so the wrapper's own command line needs no
+// call; Split serves a command line held as one string, and pins the rules in tests that
+// run on raw strings on every system:
 //   - spaces and tabs separate arguments, except inside double quotes;
 //   - 2n backslashes before a quote give n backslashes and the quote opens or closes a
 //     quoted part; 2n+1 backslashes before a quote give n backslashes and a literal quote;

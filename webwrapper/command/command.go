@@ -188,7 +188,7 @@ func normalise(k kind, v any) (any, error) {
 		}
 		return id, nil
 	case date:
-		t, dateOnly, err := ParseDate(s)
+		t, dateOnly, err := parseDate(s)
 		if err != nil {
 			return nil, err
 		}
@@ -200,9 +200,9 @@ func normalise(k kind, v any) (any, error) {
 	return s, nil
 }
 
-// ParseDate reads a getworkoutsforclient "from": yyyy-MM-dd (preferred), yyyy-MM-dd HH:mm,
+// parseDate reads a getworkoutsforclient "from": yyyy-MM-dd (preferred), yyyy-MM-dd HH:mm,
 // yyyy-MM-dd HH:mm:ss or RFC 3339. dateOnly tells the first form, which means the whole day.
-func ParseDate(s string) (t time.Time, dateOnly bool, err error) {
+func parseDate(s string) (t time.Time, dateOnly bool, err error) {
 	if t, err := personspec.ParseProfileDate(s); err == nil {
 		return t, len(s) == len(time.DateOnly), nil
 	}
@@ -304,7 +304,7 @@ func (v *validator) check(key string, k kind) {
 		s, ok := val.(string)
 		if !ok {
 			v.fail(key, "must be a string")
-		} else if _, _, err := ParseDate(s); err != nil {
+		} else if _, _, err := parseDate(s); err != nil {
 			v.fail(key, err.Error())
 		}
 	default:
