@@ -51,6 +51,17 @@ const (
 	CodeCredentialsInvalid Code = "credentials_invalid" // a log outcome only: the sign-in page itself says so
 )
 
+// The app service's JSON API codes (/app/api/). It also answers not_found, csrf_invalid,
+// method_not_allowed, unsupported_media_type, body_too_large and internal_error.
+const (
+	CodeSessionRequired      Code = "session_required"      // no signed-in session
+	CodeOriginForbidden      Code = "origin_forbidden"      // a state-changing call from another site
+	CodeInvalidArgument      Code = "invalid_argument"      // the failing fields say which
+	CodeRoleForbidden        Code = "role_forbidden"        // a member calling an instructor's route, or the reverse
+	CodeOrganizationRequired Code = "organization_required" // an instructor's session without an organization
+	CodeUnavailable          Code = "unavailable"           // the database does not answer; retry
+)
+
 // kind is a code's title (RFC 9457: the same for every occurrence of the code) and status.
 type kind struct {
 	title  string
@@ -68,7 +79,7 @@ type kind struct {
 // The verifier's codes are spelled as strings until their constants move here from
 // linktoken; a test checks that every linktoken code has its row.
 var kinds = map[Code]kind{
-	CodeNotFound:             {"Not a partner link endpoint", http.StatusNotFound},
+	CodeNotFound:             {"Not found", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
 	CodeMethodNotAllowed:     {"Method not allowed", http.StatusMethodNotAllowed},
 	CodeUnsupportedMediaType: {"Unsupported media type", http.StatusUnsupportedMediaType},
@@ -113,6 +124,13 @@ var kinds = map[Code]kind{
 	CodeLoginCodeUsed:     {"Link already used", http.StatusGone},
 	CodeLoginCodeExpired:  {"Link expired", http.StatusGone},
 	CodeCSRFInvalid:       {"Form expired", http.StatusForbidden},
+
+	CodeSessionRequired:      {"Session required", http.StatusUnauthorized},
+	CodeOriginForbidden:      {"Cross-origin request refused", http.StatusForbidden},
+	CodeInvalidArgument:      {"Invalid argument", http.StatusBadRequest},
+	CodeRoleForbidden:        {"Not allowed for this role", http.StatusForbidden},
+	CodeOrganizationRequired: {"No organization", http.StatusForbidden},
+	CodeUnavailable:          {"Service unavailable", http.StatusServiceUnavailable},
 }
 
 // Status is the HTTP status of a code: 400 for a code without a row, since a verifier code

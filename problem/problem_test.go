@@ -42,6 +42,12 @@ func TestStatus(t *testing.T) {
 		problem.CodeLoginCodeUsed:                       410,
 		problem.CodeLoginCodeExpired:                    410,
 		problem.CodeCSRFInvalid:                         403,
+		problem.CodeSessionRequired:                     401,
+		problem.CodeOriginForbidden:                     403,
+		problem.CodeInvalidArgument:                     400,
+		problem.CodeRoleForbidden:                       403,
+		problem.CodeOrganizationRequired:                403,
+		problem.CodeUnavailable:                         503,
 	}
 	for code, want := range tests {
 		if got := problem.Status(code); got != want {
@@ -61,6 +67,8 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull, problem.CodeInternal,
 		problem.CodeAssertionInvalid, problem.CodeAssertionReplayed, problem.CodeLoginCodeInvalid,
 		problem.CodeLoginCodeUsed, problem.CodeLoginCodeExpired, problem.CodeCSRFInvalid,
+		problem.CodeSessionRequired, problem.CodeOriginForbidden, problem.CodeInvalidArgument,
+		problem.CodeRoleForbidden, problem.CodeOrganizationRequired, problem.CodeUnavailable,
 		problem.Code(linktoken.CodeTokenMalformed), problem.Code(linktoken.CodeHeaderInvalid),
 		problem.Code(linktoken.CodeAlgorithmNotAllowed), problem.Code(linktoken.CodeKeyIDMissing),
 		problem.Code(linktoken.CodeKeyUnknown), problem.Code(linktoken.CodeKeysUnavailable),
