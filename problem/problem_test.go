@@ -41,6 +41,12 @@ func TestStatus(t *testing.T) {
 		problem.CodeLoginCodeUsed:         410,
 		problem.CodeLoginCodeExpired:      410,
 		problem.CodeCSRFInvalid:           403,
+		problem.CodeSessionRequired:       401,
+		problem.CodeOriginForbidden:       403,
+		problem.CodeInvalidArgument:       400,
+		problem.CodeRoleForbidden:         403,
+		problem.CodeOrganizationRequired:  403,
+		problem.CodeUnavailable:           503,
 	}
 	for code, want := range tests {
 		if got := problem.Status(code); got != want {
@@ -69,6 +75,8 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeTokenExpired, problem.CodeNonceMissing,
 		problem.CodeNonceInvalid, problem.CodePayloadInvalid,
 		problem.CodeKindNotAllowed,
+		problem.CodeSessionRequired, problem.CodeOriginForbidden, problem.CodeInvalidArgument,
+		problem.CodeRoleForbidden, problem.CodeOrganizationRequired, problem.CodeUnavailable,
 	} {
 		if problem.Title(c) == "Link rejected" {
 			t.Errorf("Title(%q) has no title of its own", c)

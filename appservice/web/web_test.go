@@ -36,8 +36,14 @@ type fixture struct {
 
 func newFixture(t testing.TB, publicURL string) *fixture {
 	t.Helper()
+	return newFixtureOn(t, filepath.Join(t.TempDir(), "app.db"), publicURL)
+}
+
+// newFixtureOn is newFixture on the database dsn names (a SQLite path or a PostgreSQL URL).
+func newFixtureOn(t testing.TB, dsn, publicURL string) *fixture {
+	t.Helper()
 	f := &fixture{now: testNow}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "app.db"), store.Options{
+	st, err := store.Open(context.Background(), dsn, store.Options{
 		SSNKey: appSecret, Now: func() time.Time { return f.now },
 	})
 	if err != nil {
