@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/partnergate/partnergate/internal/harness"
@@ -43,6 +46,15 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 		t.Fatalf("evaluating %s: %v", expr, err)
 	}
 	return v
+}
+
+// fill replaces what the input with this id holds by typing text, as a person who selects
+// all and types does: the page's input handlers see every key. (chromedp.Clear empties the
+// value attribute, which the application's inputs do not use.)
+func fill(t *testing.T, ctx context.Context, id, text string) {
+	t.Helper()
+	eval[bool](t, ctx, `(document.getElementById(`+strconv.Quote(id)+`).value = "", true)`)
+	step(t, ctx, "type into "+id, chromedp.SendKeys(chromedp.ID(id), text))
 }
 
 // pagePath is the page's path and query ("/app/exercises?q=plank").
@@ -134,37 +146,57 @@ func mustSvc(t *testing.T, ctx context.Context, call string, out any) {
 
 // hostEvent is one call of window.svcHost.
 type hostEvent struct {
+	Seq   int             `json:"seq"`
 	Event string          `json:"event"`
 	Data  json.RawMessage `json:"data"`
 }
 
-// host records the events the page tells window.svcHost, installed as a desktop wrapper
-// installs it: a function of one JSON string, there before the page's scripts run.
+// host records the events the page tells window.svcHost, a function of one JSON string
+// that is there before the page's scripts run, as a desktop wrapper injects it. It hands
+// each message to Go (chromedp.ExposeFunc) with its number in the tab's order: the
+// exposed function runs each call in its own goroutine, so arrival order is not the
+// page's.
 type host struct {
 	mu     sync.Mutex
-	events []hostEvent
+	events []hostEvent   // by Seq
 	more   chan struct{} // closed and replaced on each event
 }
+
+const hostScript = `window.svcHost = (message) => {
+	const seq = Number(sessionStorage.getItem("svcHostSeq") || 0) + 1;
+	sessionStorage.setItem("svcHostSeq", String(seq));
+	return window.svcHostRecord({ seq, message });
+};`
 
 func installHost(t *testing.T, ctx context.Context) *host {
 	t.Helper()
 	h := &host{more: make(chan struct{})}
-	step(t, ctx, "expose svcHost", chromedp.ExposeFunc("svcHost", func(_ context.Context, msg string) (chromedp.Void, error) {
-		var e hostEvent
-		if err := json.Unmarshal([]byte(msg), &e); err != nil {
+	record := func(_ context.Context, call struct {
+		Seq     int    `json:"seq"`
+		Message string `json:"message"`
+	}) (chromedp.Void, error) {
+		e := hostEvent{Seq: call.Seq}
+		if err := json.Unmarshal([]byte(call.Message), &e); err != nil {
 			return chromedp.Void{}, err
 		}
 		h.mu.Lock()
 		h.events = append(h.events, e)
+		sort.Slice(h.events, func(i, j int) bool { return h.events[i].Seq < h.events[j].Seq })
 		close(h.more)
 		h.more = make(chan struct{})
 		h.mu.Unlock()
 		return chromedp.Void{}, nil
-	}))
+	}
+	step(t, ctx, "install svcHost", chromedp.ExposeFunc("svcHostRecord", record),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: hostScript})
+			return err
+		}))
 	return h
 }
 
-// wait waits until the n-th (from 1) event named name has arrived and returns it.
+// wait waits until the n-th (from 1) event named name and every event before it have
+// arrived, and returns it.
 func (h *host) wait(t *testing.T, name string, n int) hostEvent {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)
@@ -172,7 +204,10 @@ func (h *host) wait(t *testing.T, name string, n int) hostEvent {
 	for {
 		h.mu.Lock()
 		seen := 0
-		for _, e := range h.events {
+		for i, e := range h.events {
+			if e.Seq != i+1 {
+				break // one before it is still on its way
+			}
 			if e.Event == name {
 				if seen++; seen == n {
 					h.mu.Unlock()
@@ -190,7 +225,7 @@ func (h *host) wait(t *testing.T, name string, n int) hostEvent {
 	}
 }
 
-// names lists the events in order of arrival.
+// names lists the events in the page's order.
 func (h *host) names() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()

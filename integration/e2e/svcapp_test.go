@@ -143,7 +143,7 @@ func TestSvcApp(t *testing.T) {
 		Matched int
 	}
 	mustSvc(t, ctx, `svcApp.selectPerson({userid: 0, customid: "K-100", firstname: "Kari", lastname: "Nordmann", dateofbirth: "1990-01-02",
-		profile: [{key: "weight", name: "Weight", value: "70", unit: "kg", date: "2026-01-05 08:30"}]})`, &sel)
+		profiledata: [{key: "weight", name: "Weight", value: "70", unit: "kg", date: "2026-01-05 08:30"}]})`, &sel)
 	if !sel.Created || sel.Person.ID == 0 || sel.Person.CustomID != "K-100" || sel.Person.BirthDate != "1990-01-02" {
 		t.Fatalf("selectPerson = %+v, want Kari created with custom id K-100", sel)
 	}
