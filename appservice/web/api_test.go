@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/internal/pgtest"
@@ -448,4 +450,170 @@ func (w *apiWorld) testRoute(t *testing.T, c apiCase) {
 		}
 		c.check(t, v)
 	})
+}
+
+// TestAPIMember: a Go member reads the plans made for them, in any organization, and
+// nothing else: another person's plan is not found, not forbidden.
+func TestAPIMember(t *testing.T) {
+	for _, db := range apiDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			w := newAPIWorld(t, db.dsn(t))
+			m := w.member
+			m.t = t
+			for _, c := range []struct {
+				path   string
+				status int
+				code   string
+			}{
+				{"/app/api/workouts/{fplan}", 200, ""},
+				{"/app/api/exercises/{exercise}", 200, ""},
+				{"/app/api/workouts/{plan}", 404, "not_found"},
+				{"/app/api/workouts/999999999", 404, "not_found"},
+				{"/app/api/workouts", 403, "role_forbidden"},
+				{"/app/api/persons/{fperson}", 403, "role_forbidden"},
+			} {
+				res, b := m.call(http.MethodGet, w.ids.Replace(c.path), "")
+				if c.code != "" {
+					problemOf(t, res, b, c.status, c.code)
+					continue
+				}
+				if res.StatusCode != c.status {
+					t.Errorf("member GET %s = %d %s, want %d", c.path, res.StatusCode, b, c.status)
+				}
+			}
+			st := m.status()
+			if st["role"] != "member" || st["signedIn"] != true {
+				t.Errorf("member status = %v", st)
+			}
+		})
+	}
+}
+
+// TestAPIUnknownRoutes: a path without a route is not_found, a method the path does not
+// take is method_not_allowed with Allow, both as problem+json.
+func TestAPIUnknownRoutes(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	c := &apiClient{browser: newBrowser(t, f.h)}
+	res, b := c.call(http.MethodGet, "/app/api/nothing", "")
+	problemOf(t, res, b, http.StatusNotFound, "not_found")
+	res, b = c.call(http.MethodDelete, "/app/api/workouts/1", "")
+	problemOf(t, res, b, http.StatusMethodNotAllowed, "method_not_allowed")
+	if allow := res.Header.Get("Allow"); allow != "GET, PUT" {
+		t.Errorf("Allow = %q, want GET, PUT", allow)
+	}
+}
+
+// TestAPISessionNotSignedIn: a first-time employee's pending session and a session waiting
+// for the link confirmation are not signed in for the API; a declined link leaves a session
+// without an organization.
+func TestAPISessionNotSignedIn(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	if res := b.login(f.link(t, mainPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
+		t.Fatalf("first-sight login → %q", res.Header.Get("Location"))
+	}
+	c := &apiClient{browser: b}
+	res, out := c.call(http.MethodGet, "/app/api/persons", "")
+	problemOf(t, res, out, http.StatusUnauthorized, "session_required")
+	if st := c.status(); st["signedIn"] != false {
+		t.Errorf("pending status = %v", st)
+	}
+
+	_, page := b.get("/app/signin")
+	if res, _ := b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}}); res.Header.Get("Location") != "/app/link" {
+		t.Fatalf("sign-in → %q, want /app/link", res.Header.Get("Location"))
+	}
+	res, out = c.call(http.MethodGet, "/app/api/persons", "")
+	problemOf(t, res, out, http.StatusUnauthorized, "session_required")
+
+	// Declined, the session is signed in without the link's organization: the instructor's
+	// routes say so rather than answering for no organization.
+	_, page = b.get("/app/link")
+	if res, _ := b.post("/app/link", url.Values{"action": {"decline"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("declining the link = %d", res.StatusCode)
+	}
+	if st := c.status(); st["signedIn"] != true || st["organization"] != nil {
+		t.Errorf("status after declining = %v", st)
+	}
+	res, out = c.call(http.MethodGet, "/app/api/persons", "")
+	problemOf(t, res, out, http.StatusForbidden, "organization_required")
+}
+
+// TestAPISecFetchSite: a browser that sends no Origin but Sec-Fetch-Site: same-origin is
+// this site's page.
+func TestAPISecFetchSite(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	c := w.instructor
+	c.t = t
+	res, b := c.call(http.MethodPut, "/app/api/session/case", `{"caseId":"c-1"}`, func(r *http.Request) {
+		r.Header.Del("Origin")
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+	})
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("PUT with Sec-Fetch-Site same-origin = %d %s", res.StatusCode, b)
+	}
+	res, b = c.call(http.MethodPut, "/app/api/session/case", `{"caseId":"c-1"}`, func(r *http.Request) { r.Header.Del("Origin") })
+	problemOf(t, res, b, http.StatusForbidden, "origin_forbidden")
+}
+
+// TestAPIDatabaseDown: a database that does not answer is 503 unavailable with
+// Retry-After, so the page and the wrapper know to try again.
+func TestAPIDatabaseDown(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	c := w.instructor
+	c.t = t
+	w.f.st.Close()
+	res, b := c.call(http.MethodGet, "/app/api/persons", "")
+	problemOf(t, res, b, http.StatusServiceUnavailable, "unavailable")
+	if ra := res.Header.Get("Retry-After"); ra != "5" {
+		t.Errorf("Retry-After = %q, want 5", ra)
+	}
+}
+
+// TestAPILogsNoValues: refusals and answers log codes and routes, never what was sent.
+func TestAPILogsNoValues(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	var logs strings.Builder
+	h, err := New(Config{Store: w.f.st, UpstreamSecret: upstreamSecret, AppSecret: appSecret, PublicURL: "http://localhost:8080",
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: func() time.Time { return w.f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.instructor
+	c.t, c.h = t, h
+	for _, body := range []string{`{"userid":0,"firstname":"Zebulon","gender":"Quux"}`, `{"userid":0,"customid":"Zebulon","firstname":"Zebulon","lastname":"Quux"}`} {
+		c.call(http.MethodPost, "/app/api/persons/select", body)
+	}
+	c.call(http.MethodPut, "/app/api/session/case", `{"caseId":"Zebulon`+strings.Repeat("x", 200)+`"}`)
+	if strings.Contains(logs.String(), "Zebulon") || strings.Contains(logs.String(), "Quux") {
+		t.Errorf("logs hold a request value:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "outcome=invalid_argument") {
+		t.Errorf("logs have no refusal:\n%s", logs.String())
+	}
+}
+
+// apiCall matches a call of the JSON API in api.js: request("METHOD", "path" or `path`).
+var apiCall = regexp.MustCompile("request\\(\"([A-Z]+)\", [\"`]([^\"`]+)[\"`]")
+
+// TestModuleAPICalls: every call api.js makes has a route, so the page calls nothing that
+// answers not_found or method_not_allowed.
+func TestModuleAPICalls(t *testing.T) {
+	src, err := staticFS.ReadFile("static/app/api.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := apiCall.FindAllStringSubmatch(string(src), -1)
+	if len(calls) < 15 {
+		t.Fatalf("api.js has %d calls, want every route's", len(calls))
+	}
+	f := newFixture(t, "http://localhost:8080")
+	mux := f.h.apiRoutes().(*http.ServeMux)
+	param := regexp.MustCompile(`\$\{[^}]+\}`)
+	for _, c := range calls {
+		path := apiPrefix + param.ReplaceAllString(c[2], "1")
+		if _, pattern := mux.Handler(httptest.NewRequest(c[1], path, nil)); pattern == apiPrefix {
+			t.Errorf("api.js calls %s %s, which has no route", c[1], path)
+		}
+	}
 }
