@@ -66,11 +66,17 @@ func TestPlanFromLinkToMember(t *testing.T) {
 	screenshot(t, ctx, "03-exercise")
 
 	// The other lists, one screenshot each.
-	for _, v := range []struct{ nav, view string }{{"nav-persons", "persons"}, {"nav-templates", "templates"}, {"nav-workouts", "workouts"}} {
+	for _, v := range []struct{ nav, view string }{{"nav-persons", "persons"}, {"nav-workouts", "workouts"}, {"nav-templates", "templates"}} {
 		step(t, ctx, v.view, chromedp.Click(chromedp.CSS(`[data-testid="`+v.nav+`"]`)))
 		waitView(t, ctx, v.view)
 		screenshot(t, ctx, "04-"+v.view)
 	}
+	step(t, ctx, "open template", chromedp.Click(chromedp.CSS(`[data-testid="template"] .workout-link`)))
+	waitFor(t, ctx, "template", `document.getElementById("template-use") && !document.getElementById("view").hasAttribute("aria-busy")`)
+	if got := textOf(t, ctx, "#template-use"); got != "Use for Zoë Þórsdóttir" {
+		t.Errorf("template view offers %q, want to use it for the contact in focus", got)
+	}
+	screenshot(t, ctx, "04-template")
 
 	// A plan from a template for the contact in focus.
 	step(t, ctx, "contact", chromedp.Click(chromedp.ID("contact-link")))

@@ -196,8 +196,18 @@ func installHost(t *testing.T, ctx context.Context) *host {
 }
 
 // wait waits until the n-th (from 1) event named name and every event before it have
-// arrived, and returns it.
-func (h *host) wait(t *testing.T, name string, n int) hostEvent {
+// arrived, and decodes its data into data (when not nil).
+func (h *host) wait(t *testing.T, name string, n int, data any) {
+	t.Helper()
+	e := h.await(t, name, n)
+	if data != nil {
+		if err := json.Unmarshal(e.Data, data); err != nil {
+			t.Fatalf("host event %s data %s: %v", name, e.Data, err)
+		}
+	}
+}
+
+func (h *host) await(t *testing.T, name string, n int) hostEvent {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()

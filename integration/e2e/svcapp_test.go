@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,9 +94,9 @@ func TestSvcApp(t *testing.T) {
 
 	// ready, then signedIn with the account and the organization.
 	var ready struct{ Version int }
-	json.Unmarshal(h.wait(t, "ready", 1).Data, &ready)
+	h.wait(t, "ready", 1, &ready)
 	var signedIn svcStatus
-	json.Unmarshal(h.wait(t, "signedIn", 1).Data, &signedIn)
+	h.wait(t, "signedIn", 1, &signedIn)
 	if ready.Version != 1 || signedIn.Account == nil || signedIn.Account.DisplayName != "Coach Carter" ||
 		signedIn.Organization == nil || signedIn.Organization.Name != "Kliniken Öst" {
 		t.Errorf("host events ready %+v, signedIn %+v; want version 1, Coach Carter at Kliniken Öst", ready, signedIn)
@@ -159,7 +158,7 @@ func TestSvcApp(t *testing.T) {
 		}
 	}
 	var selected struct{ Person svcPerson }
-	json.Unmarshal(h.wait(t, "personSelected", 1).Data, &selected)
+	h.wait(t, "personSelected", 1, &selected)
 	if selected.Person.ID != kari {
 		t.Errorf("personSelected event person = %+v, want id %d", selected.Person, kari)
 	}
@@ -201,7 +200,7 @@ func TestSvcApp(t *testing.T) {
 		t.Errorf("the editor shows %d exercises, createWorkout returned %d", got, plan.ExerciseCount)
 	}
 	var opened struct{ Workout svcWorkout }
-	json.Unmarshal(h.wait(t, "workoutOpened", 1).Data, &opened)
+	h.wait(t, "workoutOpened", 1, &opened)
 	if opened.Workout.ID != plan.ID {
 		t.Errorf("workoutOpened event = %+v, want workout %d", opened.Workout, plan.ID)
 	}
@@ -244,7 +243,7 @@ func TestSvcApp(t *testing.T) {
 	if again.ID != plan.ID || textOf(t, ctx, "#workout-title") != "Kari's back" {
 		t.Errorf("openWorkout = %+v, page title %q", again, textOf(t, ctx, "#workout-title"))
 	}
-	h.wait(t, "workoutOpened", 2)
+	h.wait(t, "workoutOpened", 2, nil)
 
 	// setCase makes the session's case, shown in the focus bar.
 	var cased svcStatus
@@ -325,7 +324,7 @@ func TestSvcApp(t *testing.T) {
 	if got := textOf(t, ctx, "#session-ended"); !strings.Contains(got, "Your session has ended") {
 		t.Errorf("the ended view says %q", got)
 	}
-	h.wait(t, "signedOut", 1)
+	h.wait(t, "signedOut", 1, nil)
 	mustSvc(t, ctx, `svcApp.status()`, &st)
 	if st.SignedIn {
 		t.Errorf("status() after sign-out = %+v, want signedIn false", st)
