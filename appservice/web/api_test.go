@@ -617,3 +617,15 @@ func TestModuleAPICalls(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIForeignCase: a case id is no record of its own; another organization's case lists
+// none of its exports.
+func TestAPIForeignCase(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	c := w.instructor
+	c.t = t
+	res, b := c.call(http.MethodGet, "/app/api/cases/case-x/exports", "")
+	if res.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `{"exports":[]}` {
+		t.Errorf("GET another organization's case = %d %s, want 200 and no exports", res.StatusCode, b)
+	}
+}
