@@ -66,6 +66,8 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull, problem.CodeInternal,
 		problem.CodeAssertionInvalid, problem.CodeAssertionReplayed, problem.CodeLoginCodeInvalid,
 		problem.CodeLoginCodeUsed, problem.CodeLoginCodeExpired, problem.CodeCSRFInvalid,
+		problem.CodeSessionRequired, problem.CodeOriginForbidden, problem.CodeInvalidArgument,
+		problem.CodeRoleForbidden, problem.CodeOrganizationRequired, problem.CodeUnavailable,
 		problem.CodeTokenMalformed, problem.CodeHeaderInvalid,
 		problem.CodeAlgorithmNotAllowed, problem.CodeKeyIDMissing,
 		problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
@@ -75,8 +77,6 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeTokenExpired, problem.CodeNonceMissing,
 		problem.CodeNonceInvalid, problem.CodePayloadInvalid,
 		problem.CodeKindNotAllowed,
-		problem.CodeSessionRequired, problem.CodeOriginForbidden, problem.CodeInvalidArgument,
-		problem.CodeRoleForbidden, problem.CodeOrganizationRequired, problem.CodeUnavailable,
 	} {
 		if problem.Title(c) == "Link rejected" {
 			t.Errorf("Title(%q) has no title of its own", c)
@@ -156,7 +156,7 @@ func TestParsePageInLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.String()
-	for _, want := range []string{`<main title="Link already used">`, `<p class="error">Used already.</p>`, "Error code <code>login_code_used</code> (HTTP 410)", "</main>"} {
+	for _, want := range []string{`<main title="Link already used">`, `<p class="error">Used already.</p>`, `Error code <code id="code">login_code_used</code> (HTTP 410)`, "</main>"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("page lacks %q:\n%s", want, got)
 		}

@@ -262,16 +262,22 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, account, p.employee, p.org, p.p
 }
 
 // ErrConflict is a name or link already taken: a username or e-mail address of another
-// account, or an employee linked to another account.
-var ErrConflict = errors.New("already taken")
+// account, or an employee linked to another account. ErrUsernameTaken and ErrEmailTaken
+// are ErrConflict, telling which name, so that a form can point at the field to change.
+var (
+	ErrConflict      = errors.New("already taken")
+	ErrUsernameTaken = fmt.Errorf("username %w", ErrConflict)
+	ErrEmailTaken    = fmt.Errorf("e-mail address %w", ErrConflict)
+)
 
 // CreateInstructorForPending lets a first-time employee without a service account create
 // one from the first-sight page: it creates an instructor account with the password, links
 // the pending session's employee to it, makes it a member of the link's organization and
 // signs it in, taking over the pending session as SignIn does. No confirmation is asked:
 // the person creating the account is the one the first-sight page greeted. It returns
-// ErrNoSession when pendingToken names no pending session and ErrConflict when the username
-// or e-mail address is another account's or the employee is linked already.
+// ErrNoSession when pendingToken names no pending session, ErrUsernameTaken or ErrEmailTaken
+// when the name is another account's username or e-mail address (either way round, since
+// SignIn takes both as the login), and ErrConflict when the employee is linked already.
 func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, username, email, displayName, password string) (*SignedIn, error) {
 	username = strings.ToLower(strings.TrimSpace(username))
 	email = strings.TrimSpace(email)
@@ -297,12 +303,21 @@ func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, us
 			return ErrNoSession
 		}
 		var n int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = ? OR (? <> '' AND LOWER(email) = LOWER(?))`),
-			username, email, email).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = ? OR LOWER(email) = ?`),
+			username, username).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
-			return ErrConflict
+			return ErrUsernameTaken
+		}
+		if email != "" {
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = LOWER(?) OR LOWER(email) = LOWER(?)`),
+				email, email).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrEmailTaken
+			}
 		}
 		var id int64
 		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, username, email, display_name, password_hash, created_at, updated_at)

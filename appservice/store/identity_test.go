@@ -135,11 +135,19 @@ func TestCreateInstructorForPending(t *testing.T) {
 			if err != nil || !ex.Session.Pending {
 				t.Fatalf("ExchangeCode = %+v, %v, want a pending session", ex, err)
 			}
-			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "Coach", "ida@partner.example", "Ida Berg", "pw-2"); !errors.Is(err, ErrConflict) {
-				t.Errorf("CreateInstructorForPending(taken username) = %v, want ErrConflict", err)
-			}
-			if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", "COACH@example.com", "Ida Berg", "pw-2"); !errors.Is(err, ErrConflict) {
-				t.Errorf("CreateInstructorForPending(taken e-mail) = %v, want ErrConflict", err)
+			for _, tt := range []struct {
+				username, email string
+				want            error
+			}{
+				{"Coach", "ida@partner.example", ErrUsernameTaken},
+				{"coach@EXAMPLE.com", "ida@partner.example", ErrUsernameTaken}, // another's e-mail: SignIn takes both
+				{"ida", "COACH@example.com", ErrEmailTaken},
+				{"ida", "coach", ErrEmailTaken}, // another's username
+			} {
+				_, err := s.CreateInstructorForPending(ctx, ex.Token, tt.username, tt.email, "Ida Berg", "pw-2")
+				if !errors.Is(err, tt.want) || !errors.Is(err, ErrConflict) {
+					t.Errorf("CreateInstructorForPending(%q, %q) = %v, want %v (an ErrConflict)", tt.username, tt.email, err, tt.want)
+				}
 			}
 			if _, err := s.CreateInstructorForPending(ctx, "no-such-token", "ida", "ida@partner.example", "Ida Berg", "pw-2"); !errors.Is(err, ErrNoSession) {
 				t.Errorf("CreateInstructorForPending(no pending session) = %v, want ErrNoSession", err)

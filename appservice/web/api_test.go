@@ -16,21 +16,9 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
-	"github.com/partnergate/partnergate/internal/pgtest"
 )
 
 // TestMain stops the private PostgreSQL cluster the API tests started.
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// apiDatabases are the two databases every API test runs on: a SQLite file and a fresh
-// database on the test binary's own PostgreSQL cluster.
-var apiDatabases = []struct {
-	name string
-	dsn  func(t *testing.T) string
-}{
-	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") }},
-	{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
-}
 
 // apiClient calls the JSON API as the page does: the browser's cookies, this site's
 // Origin, and the CSRF token from the status answer on state-changing calls.
@@ -82,7 +70,7 @@ type apiWorld struct {
 func newAPIWorld(t *testing.T, dsn string) *apiWorld {
 	t.Helper()
 	ctx := context.Background()
-	f := newFixtureOn(t, dsn, "http://localhost:8080")
+	f := newFixtureOn(t, "http://localhost:8080", dsn, nil)
 	w := &apiWorld{f: f}
 
 	ib := newBrowser(t, f.h)
@@ -319,9 +307,10 @@ func problemOf(t *testing.T, res *http.Response, b []byte, status int, code stri
 }
 
 func TestAPIRoutes(t *testing.T) {
-	for _, db := range apiDatabases {
+	for _, db := range databases {
 		t.Run(db.name, func(t *testing.T) {
-			w := newAPIWorld(t, db.dsn(t))
+			dsn, _, _ := db.open(t)
+			w := newAPIWorld(t, dsn)
 			for _, c := range apiCases {
 				t.Run(c.name, func(t *testing.T) { w.testRoute(t, c) })
 			}
@@ -455,9 +444,10 @@ func (w *apiWorld) testRoute(t *testing.T, c apiCase) {
 // TestAPIMember: a Go member reads the plans made for them, in any organization, and
 // nothing else: another person's plan is not found, not forbidden.
 func TestAPIMember(t *testing.T) {
-	for _, db := range apiDatabases {
+	for _, db := range databases {
 		t.Run(db.name, func(t *testing.T) {
-			w := newAPIWorld(t, db.dsn(t))
+			dsn, _, _ := db.open(t)
+			w := newAPIWorld(t, dsn)
 			m := w.member
 			m.t = t
 			for _, c := range []struct {

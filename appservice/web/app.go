@@ -199,7 +199,23 @@ type signinData struct {
 	Login     string
 	Error     string
 	SignedOut bool
-	Employee  *store.Employee
+	// Employee is the first-time employee of a pending session, who may also create an
+	// account (Signup) instead of signing in.
+	Employee *store.Employee
+	Signup   signupForm
+}
+
+// greet fills d for the first-time employee e: the greeting, and both forms prefilled with
+// what the partner told us (a login kept as typed). The account may use either the e-mail
+// address or the username to sign in.
+func (d *signinData) greet(e *store.Employee) {
+	d.Employee, d.Signup = e, prefill(e)
+	if d.Login == "" {
+		d.Login = e.Email
+	}
+	if d.Login == "" {
+		d.Login = e.Username
+	}
 }
 
 func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
@@ -210,12 +226,7 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := signinData{CSRF: h.csrfToken(w, r)}
 	if s != nil && s.Employee != nil {
-		d.Employee = s.Employee
-		// Prefill with what the partner told us; the account may use either.
-		d.Login = s.Employee.Email
-		if d.Login == "" {
-			d.Login = s.Employee.Username
-		}
+		d.greet(s.Employee)
 	}
 	h.render(w, http.StatusOK, "signin", d)
 }
@@ -335,8 +346,8 @@ func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 // first-time employee, the greeting.
 func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int, login, msg string) {
 	d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
-	if s := h.session(r); s != nil && s.Pending {
-		d.Employee = s.Employee
+	if s := h.session(r); s != nil && s.Pending && s.Employee != nil {
+		d.greet(s.Employee)
 	}
 	h.render(w, status, "signin", d)
 }

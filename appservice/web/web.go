@@ -1,6 +1,7 @@
 // Package web is the app service's HTTP side: the partner link endpoints that the gateway
 // forwards to (/partner/{name}/url and /payload), the one-time code exchange, and the web
-// application behind it: sign-in for service accounts, and the shell of the single-page
+// application behind it: sign-in for service accounts (or, for a first-time employee,
+// creating one), and the shell of the single-page
 // application (static/app) for instructors and Go members.
 package web
 
@@ -103,6 +104,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("POST /app/login", h.loginExchange)
 	h.mux.HandleFunc("GET /app/signin", h.signinPage)
 	h.mux.HandleFunc("POST /app/signin", h.signin)
+	h.mux.HandleFunc("POST /app/signup", h.signup)
 	h.mux.HandleFunc("GET /app/link", h.linkPage)
 	h.mux.HandleFunc("POST /app/link", h.confirmLink)
 	h.mux.HandleFunc("POST /app/signout", h.signout)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -36,14 +37,15 @@ type fixture struct {
 
 func newFixture(t testing.TB, publicURL string) *fixture {
 	t.Helper()
-	return newFixtureOn(t, filepath.Join(t.TempDir(), "app.db"), publicURL)
+	return newFixtureOn(t, publicURL, filepath.Join(t.TempDir(), "app.db"), nil)
 }
 
-// newFixtureOn is newFixture on the database dsn names (a SQLite path or a PostgreSQL URL).
-func newFixtureOn(t testing.TB, dsn, publicURL string) *fixture {
+// newFixtureOn is newFixture on the database db (a SQLite file or a postgres:// URL),
+// logging to logger (nil: discarded).
+func newFixtureOn(t testing.TB, publicURL, db string, logger *slog.Logger) *fixture {
 	t.Helper()
 	f := &fixture{now: testNow}
-	st, err := store.Open(context.Background(), dsn, store.Options{
+	st, err := store.Open(context.Background(), db, store.Options{
 		SSNKey: appSecret, Now: func() time.Time { return f.now },
 	})
 	if err != nil {
@@ -55,7 +57,7 @@ func newFixtureOn(t testing.TB, dsn, publicURL string) *fixture {
 	}
 	f.st = st
 	f.h, err = New(Config{Store: st, UpstreamSecret: upstreamSecret, AppSecret: appSecret, PublicURL: publicURL,
-		FrameAncestors: "'self' http://partner.localhost:*", Now: func() time.Time { return f.now }})
+		FrameAncestors: "'self' http://partner.localhost:*", Now: func() time.Time { return f.now }, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

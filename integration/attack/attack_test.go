@@ -1170,7 +1170,7 @@ type response struct {
 	body   string
 }
 
-var htmlCodeRE = regexp.MustCompile(`Error code <code>([a-z_]+)</code>`)
+var htmlCodeRE = regexp.MustCompile(`Error code <code id="code">([a-z_]+)</code>`)
 
 // problemCode extracts the code of a rejection: the code member of a problem+json body, or
 // the code an HTML problem page names.

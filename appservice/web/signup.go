@@ -1,0 +1,172 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/problem"
+)
+
+// Rules for an account created on the first-sight page.
+const (
+	minPassword    = 12   // characters; the page says so
+	maxPassword    = 1024 // bytes: the hash's input stays small
+	maxUsername    = 64
+	maxDisplayName = 128
+	maxEmail       = 254 // RFC 5321's limit on a path
+)
+
+// signupForm is the "Create my account" form: what it is prefilled with or was sent, and
+// what is wrong with it. The passwords are never sent back.
+type signupForm struct {
+	Username, Email, DisplayName string
+	Errors                       []string
+}
+
+// prefill fills the form with what the partner says about its user.
+func prefill(e *store.Employee) signupForm {
+	return signupForm{Username: plain(e.Username), Email: e.Email,
+		DisplayName: strings.TrimSpace(plain(e.Firstname + " " + e.Lastname))}
+}
+
+// check returns what is wrong with f and the two passwords, every problem at once.
+func (f *signupForm) check(password, repeat string) []string {
+	var errs []string
+	switch n := utf8.RuneCountInString(f.Username); {
+	case n == 0:
+		errs = append(errs, "Choose a username.")
+	case n < 3 || n > maxUsername || strings.ContainsFunc(f.Username, notUsernameRune):
+		errs = append(errs, "The username must have 3 to 64 characters: letters, digits and . - _ @ only.")
+	}
+	if f.Email != "" {
+		if a, err := mail.ParseAddress(f.Email); err != nil || a.Address != f.Email || len(f.Email) > maxEmail {
+			errs = append(errs, "The e-mail address is not valid; leave it empty or give one like name@example.com.")
+		}
+	}
+	if n := utf8.RuneCountInString(f.DisplayName); n == 0 || n > maxDisplayName || strings.ContainsFunc(f.DisplayName, unicode.IsControl) || plain(f.DisplayName) != f.DisplayName {
+		errs = append(errs, "Give your name (at most 128 characters) as others should see it.")
+	}
+	switch {
+	case utf8.RuneCountInString(password) < minPassword:
+		errs = append(errs, "The password must have at least 12 characters.")
+	case len(password) > maxPassword:
+		errs = append(errs, "The password must have at most 1024 bytes.")
+	case f.Username != "" && strings.EqualFold(strings.TrimSpace(password), f.Username):
+		errs = append(errs, "The password must not be your username.")
+	case password != repeat:
+		errs = append(errs, "The two passwords differ; type the same password twice.")
+	}
+	return errs
+}
+
+func notUsernameRune(r rune) bool {
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(".-_@", r)
+}
+
+// signup creates the instructor account of a first-time employee from the first-sight page
+// (the "Create my account" form) and signs it in, as a sign-in from that page would, but
+// without the link confirmation: the account is new, so no one else's account can be
+// linked to the partner user. Only a pending session may post it. Like a sign-in it
+// hashes a password, so the same bounds apply before it does.
+func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
+		p.Title, p.Status = "Form not readable", http.StatusBadRequest
+		h.fail(w, p)
+		return
+	}
+	if !h.checkCSRF(r) {
+		h.log.Info("account creation refused", "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
+		return
+	}
+	s := h.session(r)
+	if s != nil && !s.Pending {
+		http.Redirect(w, r, landing(s), http.StatusSeeOther)
+		return
+	}
+	if s == nil {
+		h.noPendingSession(w)
+		return
+	}
+	f := signupForm{Username: strings.TrimSpace(r.PostFormValue("username")), Email: strings.TrimSpace(r.PostFormValue("email")),
+		DisplayName: strings.TrimSpace(r.PostFormValue("displayname"))}
+	password := r.PostFormValue("password")
+	if f.Errors = f.check(password, r.PostFormValue("password2")); len(f.Errors) > 0 {
+		h.log.Info("account creation refused", "outcome", "invalid_argument")
+		h.renderSignup(w, r, s, http.StatusBadRequest, f)
+		return
+	}
+	ok, retry, delay := h.signIns.allow(clientAddr(r), strings.ToLower(f.Username))
+	if !ok {
+		h.log.Info("account creation refused", "outcome", "rate_limited")
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
+		f.Errors = []string{"Too many attempts. Wait a minute, then try again."}
+		h.renderSignup(w, r, s, http.StatusTooManyRequests, f)
+		return
+	}
+	if delay > 0 && !h.signIns.sleep(r.Context(), delay) {
+		return // the client went away
+	}
+	if !h.signIns.acquire(r.Context()) {
+		h.log.Warn("account creation refused", "outcome", "busy")
+		w.Header().Set("Retry-After", "5")
+		f.Errors = []string{"The service is busy right now. Try again in a few seconds."}
+		h.renderSignup(w, r, s, http.StatusServiceUnavailable, f)
+		return
+	}
+	in, err := h.cfg.Store.CreateInstructorForPending(r.Context(), h.cookie(r, sessionCookie), f.Username, f.Email, f.DisplayName, password)
+	h.signIns.release()
+	if err != nil {
+		status, msg, outcome := http.StatusConflict, "", "conflict"
+		switch {
+		case errors.Is(err, store.ErrUsernameTaken):
+			msg, outcome = "The username "+f.Username+" is taken. Choose another one.", "username_taken"
+		case errors.Is(err, store.ErrEmailTaken):
+			msg, outcome = "An account with this e-mail address exists already: sign in with it above, or give another address.", "email_taken"
+		case errors.Is(err, store.ErrConflict):
+			msg = "This partner user has an account already. Open the application again from your partner application."
+		case errors.Is(err, store.ErrNoSession): // the pending session ended meanwhile
+			h.noPendingSession(w)
+			return
+		default:
+			h.log.Error("creating account failed", "error", err.Error())
+			status, msg, outcome = http.StatusInternalServerError, "Your account could not be created right now; nothing was saved. Try again in a moment.", string(problem.CodeInternal)
+		}
+		h.log.Info("account creation refused", "outcome", outcome)
+		f.Errors = []string{msg}
+		h.renderSignup(w, r, s, status, f)
+		return
+	}
+	h.log.Info("account created", "outcome", "account_created")
+	h.setCookie(w, r, sessionCookie, in.Token, 0)
+	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+}
+
+// renderSignup answers the first-sight page again with the form as sent and its errors.
+func (h *Handler) renderSignup(w http.ResponseWriter, r *http.Request, s *store.Session, status int, f signupForm) {
+	d := signinData{CSRF: h.csrfToken(w, r)}
+	if s.Employee != nil {
+		d.greet(s.Employee)
+	}
+	d.Signup = f
+	h.render(w, status, "signin", d)
+}
+
+// noPendingSession answers an account creation without the pending session of a
+// first-time employee's link: there is no partner user to create the account for.
+func (h *Handler) noPendingSession(w http.ResponseWriter) {
+	h.log.Info("account creation refused", "outcome", "no_pending_session")
+	h.render(w, http.StatusForbidden, "message", map[string]string{
+		"Title": "Open the application from your partner application",
+		"Text":  "An account is created from the first link of your partner application, which has ended or was never opened in this browser. Open the application from your partner application again, or sign in with your service account.",
+	})
+}
