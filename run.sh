@@ -130,7 +130,7 @@ logs="$demo/logs"
 mkdir -p "$logs"
 bin/appservice -listen "127.0.0.1:$app_port" -db "$data/appservice.db" -secret-file "$data/app.secret" \
 	-public-url "$gateway" -frame-ancestors "'self' http://localhost:* http://127.0.0.1:*" \
-	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data \
+	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data -demo-org "demo:org-1:North Clinic" \
 	2>>"$logs/appservice.log" &
 pids+=($!)
 ./caddy run --config "$config" --adapter caddyfile 2>>"$logs/caddy.log" &
@@ -331,10 +331,9 @@ partnergate is running.
 
    $send --payload $demo/go-link.json --open
 
-Demo persons and plans (Åse Ødegård, Jonas Lindqvist, Mia Virtanen) are seeded at each
-start into the organization where the instructor's password sign-in lands
-($gateway/app/signin): the instructor's own "Demo clinic" at first, the organization of
-the latest link on later starts.
+Demo persons and plans (Åse Ødegård, Jonas Lindqvist, Mia Virtanen) are seeded at start
+into North Clinic, where the demo links land, and into the organization where the
+instructor's password sign-in lands ($gateway/app/signin): "Demo clinic" at first.
 
 Ctrl-C stops the gateway and the app service.
 EOF
