@@ -22,6 +22,17 @@ const chromiumPath = "/usr/bin/chromium"
 // startChrome starts the engine headless on the test page, in a fresh profile.
 func startChrome(t *testing.T, o Options) (*Chrome, string) {
 	t.Helper()
+	return start(t, o, false)
+}
+
+// startChromeVisible starts the engine with a window on the display of DISPLAY.
+func startChromeVisible(t *testing.T, o Options) (*Chrome, string) {
+	t.Helper()
+	return start(t, o, true)
+}
+
+func start(t *testing.T, o Options, visible bool) (*Chrome, string) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("chromium not found at %s: install Debian's chromium package and run again", chromiumPath)
 	}
@@ -31,7 +42,10 @@ func startChrome(t *testing.T, o Options) (*Chrome, string) {
 	o.URL = srv.URL + "/"
 	o.ProfileDir = dir + "/profile"
 	o.Browser = chromiumPath
-	o.ExtraFlags = append(o.ExtraFlags, "--headless", "--disable-gpu", "--disable-dev-shm-usage",
+	if !visible {
+		o.ExtraFlags = append(o.ExtraFlags, "--headless")
+	}
+	o.ExtraFlags = append(o.ExtraFlags, "--disable-gpu", "--disable-dev-shm-usage",
 		"--disable-background-networking", "--disable-component-update")
 	c := NewChrome()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
