@@ -39,15 +39,15 @@ type Chrome struct {
 	cancel      context.CancelFunc
 	cancelAlloc context.CancelFunc
 
-	mu          sync.Mutex
-	queue       []Event
-	wake        chan struct{}
-	events      chan Event
-	closed      chan struct{}
-	closeOnce   sync.Once
-	stopOnce    sync.Once
-	stopErr     error
-	wasMaximize bool // the window state before Minimize, for Restore
+	mu           sync.Mutex
+	queue        []Event
+	wake         chan struct{}
+	events       chan Event
+	closed       chan struct{}
+	closeOnce    sync.Once
+	stopOnce     sync.Once
+	stopErr      error
+	wasMaximized bool // the window state before Minimize, for Restore
 }
 
 // NewChrome returns an engine that starts no browser before Start.
@@ -168,9 +168,14 @@ func allocatorOptions(exe string, o Options) []chromedp.ExecAllocatorOption {
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
-// scope is a context of the window that also ends with ctx, for one operation.
+// scope is a context of the window that also ends with ctx, for one operation. Before
+// Start it is no chromedp context, so the operation fails with chromedp's invalid context.
 func (c *Chrome) scope(ctx context.Context) (context.Context, context.CancelFunc) {
-	sctx, cancel := context.WithCancel(c.ctx)
+	parent := c.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	sctx, cancel := context.WithCancel(parent)
 	stop := context.AfterFunc(ctx, cancel)
 	return sctx, func() { stop(); cancel() }
 }
@@ -328,8 +333,11 @@ func (c *Chrome) Navigate(ctx context.Context, url string) error {
 }
 
 func (c *Chrome) window(ctx context.Context) (browser.GetWindowForTargetResult, error) {
-	t := chromedp.FromContext(c.ctx).Target
-	w, err := chromedp.CallBrowser(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{TargetID: t.TargetID})
+	cc := chromedp.FromContext(ctx)
+	if cc == nil || cc.Target == nil {
+		return browser.GetWindowForTargetResult{}, errors.New("finding the window: the browser is not started")
+	}
+	w, err := chromedp.CallBrowser(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{TargetID: cc.Target.TargetID})
 	if err != nil {
 		return w, fmt.Errorf("finding the window: %w", err)
 	}
@@ -360,7 +368,7 @@ func (c *Chrome) Minimize(ctx context.Context) error {
 	}
 	if w.Bounds != nil && w.Bounds.WindowState != browser.WindowStateMinimized {
 		c.mu.Lock()
-		c.wasMaximize = w.Bounds.WindowState == browser.WindowStateMaximized
+		c.wasMaximized = w.Bounds.WindowState == browser.WindowStateMaximized
 		c.mu.Unlock()
 	}
 	return c.setState(sctx, browser.WindowStateMinimized)
@@ -372,7 +380,7 @@ func (c *Chrome) Restore(ctx context.Context) error {
 	defer stop()
 	state := browser.WindowStateNormal
 	c.mu.Lock()
-	if c.wasMaximize {
+	if c.wasMaximized {
 		state = browser.WindowStateMaximized
 	}
 	c.mu.Unlock()

@@ -269,6 +269,20 @@ func TestChromeDebugPort(t *testing.T) {
 	}
 }
 
+func TestChromeNotStarted(t *testing.T) {
+	c := NewChrome()
+	ctx := context.Background()
+	if err := c.Call(ctx, "add", nil, nil); err == nil {
+		t.Errorf("Call before Start = nil error")
+	}
+	if _, _, err := c.Bounds(ctx); err == nil {
+		t.Errorf("Bounds before Start = nil error")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close before Start = %v", err)
+	}
+}
+
 func TestCandidates(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{"ProgramFiles": `C:\PF`}[k]
