@@ -279,7 +279,7 @@ func TestBrokenFile(t *testing.T) {
 func TestUserPath(t *testing.T) {
 	p, err := UserPath("Vendor", "Product")
 	if err != nil {
-		t.Skipf("no user config folder here: %v", err)
+		t.Fatalf("no user config folder here (is HOME set?): %v", err)
 	}
 	if !strings.HasSuffix(p, filepath.Join("Vendor", "Product", "user.config")) {
 		t.Errorf("UserPath() = %q", p)

@@ -248,7 +248,7 @@ func TestChromeWindowClosed(t *testing.T) {
 // Debug opens the DevTools port 9223 on 127.0.0.1 (LIM-3).
 func TestChromeDebugPort(t *testing.T) {
 	if l, err := net.Listen("tcp", "127.0.0.1:"+debugPort); err != nil {
-		t.Skipf("port %s is in use by another program on this machine, so the Debug port cannot be tested: %v", debugPort, err)
+		t.Fatalf("port %s, the Debug port the interface fixes, is in use by another program on this machine: %v", debugPort, err)
 	} else {
 		_ = l.Close()
 	}

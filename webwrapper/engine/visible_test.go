@@ -21,7 +21,7 @@ func display(t *testing.T) {
 	}
 	xvfb, err := exec.LookPath("Xvfb")
 	if err != nil {
-		t.Skip("no DISPLAY and no Xvfb: the visible --app window is not tested here (the headless tests cover the engine; apt-get install xvfb to test it)")
+		t.Fatal("no DISPLAY and no Xvfb: scripts/test-deps.sh installs xvfb (apt-get install xvfb)")
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
