@@ -6,8 +6,10 @@
 # both. Needs only Go.
 #
 #   ./run.sh           start and keep running
-#   ./run.sh --check   start, send a main-client and a Go link, follow both login URLs, stop;
-#                      exit status 0 when the whole flow works
+#   ./run.sh --check   start, send a main-client link (signing in and linking the first
+#                      time), give its contact a plan through the JSON API, send the
+#                      contact's Go link and see the plan as the member, stop; exit status
+#                      0 when the whole flow works
 #
 # Environment (all optional):
 #   PARTNERGATE_UPSTREAM_SECRET   shared by gateway and app service; random per run when unset
@@ -23,7 +25,7 @@ case "${1:-}" in
 "") ;;
 --check) mode=check ;;
 -h | --help)
-	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
@@ -128,7 +130,7 @@ logs="$demo/logs"
 mkdir -p "$logs"
 bin/appservice -listen "127.0.0.1:$app_port" -db "$data/appservice.db" -secret-file "$data/app.secret" \
 	-public-url "$gateway" -frame-ancestors "'self' http://localhost:* http://127.0.0.1:*" \
-	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data \
+	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data -demo-org "demo:org-1:North Clinic" \
 	2>>"$logs/appservice.log" &
 pids+=($!)
 ./caddy run --config "$config" --adapter caddyfile 2>>"$logs/caddy.log" &
@@ -143,27 +145,72 @@ http_get() {
 	exec 3<&-
 }
 
-# http_login PATH: opens a login URL as a browser does (its page, then the page's post of
-# the one-time code with the CSRF cookie and field) and prints the status line and headers
-# of the answer that ends it. A page without the form (a refusal) is printed as it is.
-http_login() {
-	local page cookie csrf body
+# The --check client, bash only like http_get: a cookie jar, one request at a time.
+jar=""    # the cookies a browser keeps for the gateway's origin, one name=value a line
+answer="" # the last answer: status line, headers, a blank line, the body (no CR)
+
+# request METHOD PATH [CONTENT-TYPE BODY [HEADER...]]: sends one request with the jar's
+# cookies, keeps the cookies the answer sets and leaves the answer in $answer. Bodies are
+# ASCII (form fields, JSON of numbers), so their length in characters is their length.
+request() {
+	local method=$1 path=$2 type=${3:-} body=${4:-} cookies="" line
+	shift $(($# < 4 ? $# : 4))
+	while IFS= read -r line; do [ -z "$line" ] || cookies+="${cookies:+; }$line"; done <<<"$jar"
 	exec 3<>"/dev/tcp/127.0.0.1/$gw_port" || return 1
-	printf 'GET %s HTTP/1.0\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' "$1" "$gw_port" >&3
-	page=$(tr -d '\r' <&3)
+	{
+		printf '%s %s HTTP/1.0\r\nHost: localhost:%s\r\nConnection: close\r\n' "$method" "$path" "$gw_port"
+		[ -z "$cookies" ] || printf 'Cookie: %s\r\n' "$cookies"
+		[ -z "$type" ] || printf 'Content-Type: %s\r\nContent-Length: %s\r\n' "$type" "${#body}"
+		for line in "$@"; do printf '%s\r\n' "$line"; done
+		printf '\r\n%s' "$body"
+	} >&3
+	answer=$(tr -d '\r' <&3)
 	exec 3<&-
-	cookie=$(printf '%s\n' "$page" | sed -n 's/^Set-Cookie: \(pg_csrf=[^;]*\).*/\1/Ip')
-	csrf=$(printf '%s\n' "$page" | sed -n 's/.*name="csrf" value="\([^"]*\)".*/\1/p')
-	if [ -z "$cookie" ] || [ -z "$csrf" ]; then
-		printf '%s\n' "$page" | sed -n '1,/^$/p'
-		return 0
+	while IFS= read -r line && [ -n "$line" ]; do
+		case "$line" in
+		[Ss]et-[Cc]ookie:*)
+			line=${line#*: }
+			line=${line%%;*}
+			jar=$(grep -v "^${line%%=*}=" <<<"$jar"; echo "$line")
+			;;
+		esac
+	done <<<"$answer"
+}
+
+# status_line, location, body and form_csrf read $answer.
+status_line() { head -1 <<<"$answer"; }
+location() { sed -n '1,/^$/s/^Location: //Ip' <<<"$answer"; }
+body() { sed '1,/^$/d' <<<"$answer"; }
+form_csrf() { sed -n '/name="csrf"/{s/.*name="csrf" value="\([^"]*\)".*/\1/p;q;}' <<<"$answer"; }
+
+# follow_login URL: opens a login URL in a fresh browser as a person does (its page, then
+# the page's post of the one-time code with the CSRF cookie and field). $answer is the
+# answer that ends it: a redirect into the application, or the refusal page.
+follow_login() {
+	local csrf
+	jar=""
+	request GET "${1#"$gateway"}"
+	csrf=$(form_csrf)
+	[ -n "$csrf" ] || return 0
+	request POST /app/login application/x-www-form-urlencoded "code=${1#*code=}&csrf=$csrf"
+}
+
+# post_form PATH FIELDS: posts FIELDS with the CSRF field of the page at PATH, as its form.
+post_form() {
+	local csrf
+	request GET "$1"
+	csrf=$(form_csrf)
+	request POST "$1" application/x-www-form-urlencoded "csrf=$csrf&$2"
+}
+
+# api METHOD PATH [JSON]: calls the JSON API as the application's page does, with its
+# CSRF token and origin on a change.
+api() {
+	if [ "$1" = GET ]; then
+		request GET "/app/api/$2" "" "" "Accept: application/json"
+	else
+		request "$1" "/app/api/$2" application/json "${3:-}" "Accept: application/json" "Origin: $gateway" "X-CSRF-Token: $api_csrf"
 	fi
-	body="code=${1#*code=}&csrf=$csrf"
-	exec 3<>"/dev/tcp/127.0.0.1/$gw_port" || return 1
-	printf 'POST /app/login HTTP/1.0\r\nHost: localhost:%s\r\nCookie: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
-		"$gw_port" "$cookie" "${#body}" "$body" >&3
-	sed -n '1,/^\r$/p' <&3 | tr -d '\r'
-	exec 3<&-
 }
 
 for i in $(seq 1 150); do
@@ -190,25 +237,65 @@ if [ "$mode" = check ]; then
 		tail -n 20 "$logs/appservice.log" "$logs/caddy.log" >&2
 		exit 1
 	}
-	for kind in main go; do
-		url=$($send --payload "$demo/$kind-link.json") || fail "sending the $kind link"
-		case "$url" in
-		"$gateway/app/login?code="*) ;;
-		*) fail "the $kind link answered $url, not a login URL" ;;
+	# once KIND URL: the login URL refused on second use, in another browser.
+	once() {
+		follow_login "$2"
+		case "$(status_line)" in
+		*" 410 "*) echo "run.sh --check: $1 login URL refused on second use ok" ;;
+		*) fail "the $1 login URL answered '$(status_line)' on second use, want 410" ;;
 		esac
-		headers=$(http_login "${url#"$gateway"}")
-		location=$(printf '%s\n' "$headers" | sed -n 's/^Location: //Ip')
-		status=$(printf '%s\n' "$headers" | head -1)
-		case "$kind:$location" in
-		main:/app/signin | main:/app | go:/go) echo "run.sh --check: $kind link → $location ok" ;;
-		*) fail "the $kind login URL answered '$status' → '$location'" ;;
-		esac
-		again=$(http_login "${url#"$gateway"}" | head -1)
-		case "$again" in
-		*" 410 "*) echo "run.sh --check: $kind login URL refused on second use ok" ;;
-		*) fail "the $kind login URL answered '$again' on second use, want 410" ;;
-		esac
-	done
+	}
+
+	# The instructor's main-client link. The first one for employee emp-1001 asks for a
+	# service account: sign in as the first instructor and link the partner user, as step 2
+	# below tells a person to do.
+	url=$($send --payload "$demo/main-link.json") || fail "sending the main link"
+	case "$url" in "$gateway/app/login?code="*) ;; *) fail "the main link answered $url, not a login URL" ;; esac
+	follow_login "$url"
+	case "$(location)" in
+	/app) ;;
+	/app/signin)
+		post_form /app/signin "login=instructor&password=$PARTNERGATE_APP_INSTRUCTOR_PASSWORD"
+		[ "$(location)" = /app/link ] || fail "signing in as the instructor answered '$(status_line)' → '$(location)'"
+		post_form /app/link "action=link"
+		[ "$(location)" = /app ] || fail "linking the partner user answered '$(status_line)' → '$(location)'"
+		;;
+	*) fail "the main login URL answered '$(status_line)' → '$(location)'" ;;
+	esac
+	echo "run.sh --check: main link → /app ok"
+
+	# The contact in focus gets a plan from a template, through the JSON API, unless a
+	# plan for them exists already (an earlier --check on the same data).
+	api GET status
+	api_csrf=$(body | sed -n 's/.*"csrfToken":"\([^"]*\)".*/\1/p')
+	person=$(body | sed -n 's/.*"person":{"id":\([0-9][0-9]*\).*/\1/p')
+	[ -n "$api_csrf" ] && [ -n "$person" ] || fail "the application's status has no contact in focus: $(body)"
+	api GET "workouts?personId=$person"
+	case "$(body)" in
+	*'"workouts":[{"id":'*) ;;
+	*)
+		api GET "workouts?template=true&limit=1"
+		template=$(body | sed -n 's/^{"workouts":\[{"id":\([0-9][0-9]*\).*/\1/p')
+		[ -n "$template" ] || fail "no workout template: $(status_line) $(body)"
+		api POST workouts "{\"personId\":$person,\"templateId\":$template}"
+		case "$(status_line)" in *" 201 "*) ;; *) fail "creating a plan answered '$(status_line)' $(body)" ;; esac
+		;;
+	esac
+	echo "run.sh --check: the contact in focus has a plan ok"
+	once main "$url"
+
+	# The contact's Go link: the member sees the plan.
+	url=$($send --payload "$demo/go-link.json") || fail "sending the Go link"
+	case "$url" in "$gateway/app/login?code="*) ;; *) fail "the Go link answered $url, not a login URL" ;; esac
+	follow_login "$url"
+	[ "$(location)" = /go ] || fail "the Go login URL answered '$(status_line)' → '$(location)'"
+	echo "run.sh --check: Go link → /go ok"
+	api GET me/workouts
+	plans=$(($(body | { grep -o '"exerciseCount":[1-9]' || true; } | wc -l)))
+	[ "$plans" -gt 0 ] || fail "the Go member sees no plan: $(status_line) $(body)"
+	echo "run.sh --check: the Go member sees $plans plan(s) ok"
+	once go "$url"
+
 	echo "run.sh --check: passed"
 	exit 0
 fi
@@ -228,7 +315,10 @@ partnergate is running.
 2. The first link for employee emp-1001 asks for a service account. Sign in with
      username  instructor   (or ida@partner.example)
      password  $PARTNERGATE_APP_INSTRUCTOR_PASSWORD
-   The application shows Ola Nordmann in focus. Send the link again: it signs in directly.
+   The application shows Ola Nordmann in focus and the link's case, case-1: give him a
+   plan (New plan, from a template), change it, save it and export it to the case; the
+   exercise catalogue and the template library are under Exercises and Templates. Send
+   the link again: it signs in directly.
 
 3. The form variant (/payload), as a partner page that posts the hidden field:
 
@@ -236,9 +326,14 @@ partnergate is running.
 
    then open $demo/partner-page.html in a browser.
 
-4. A Go link for the contact (creates the member account and signs it in):
+4. A Go link for Ola (creates the member account and signs it in): it shows the plans
+   made for him, each exercise with its instructions.
 
    $send --payload $demo/go-link.json --open
+
+Demo persons and plans (Åse Ødegård, Jonas Lindqvist, Mia Virtanen) are seeded at start
+into North Clinic, where the demo links land, and into the organization where the
+instructor's password sign-in lands ($gateway/app/signin): "Demo clinic" at first.
 
 Ctrl-C stops the gateway and the app service.
 EOF

@@ -52,6 +52,10 @@ type Config struct {
 	// at start (store.SeedDemo, once per organization), so that ./run.sh shows a populated
 	// application. Off by default.
 	DemoData bool
+	// DemoOrganization, with DemoData, is a partner's organization seeded too, as
+	// "partner:organizationId:name" (./run.sh names its demo link's organization, so that
+	// the first link lands on a populated application). Empty: none.
+	DemoOrganization string
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
@@ -119,7 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.DemoData && cfg.Instructor.Username != "" {
-		if err := seedDemo(ctx, st, cfg.Instructor.Username); err != nil {
+		if err := seedDemo(ctx, st, cfg.Instructor.Username, cfg.DemoOrganization); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("seeding demo data: %w", err)
 		}
@@ -221,13 +225,21 @@ func loadOrCreateSecret(path string, log *slog.Logger) ([]byte, error) {
 }
 
 // seedDemo seeds the demo data into the organization where the instructor's password
-// sign-in lands, owned by the instructor.
-func seedDemo(ctx context.Context, st *store.Store, username string) error {
+// sign-in lands and into demoOrg when given, owned by the instructor.
+func seedDemo(ctx context.Context, st *store.Store, username, demoOrg string) error {
 	account, org, err := st.InstructorHome(ctx, username)
 	if err != nil {
 		return err
 	}
-	return st.SeedDemo(ctx, org, account)
+	if err := st.SeedDemo(ctx, org, account); err != nil || demoOrg == "" {
+		return err
+	}
+	partner, rest, ok1 := strings.Cut(demoOrg, ":")
+	id, name, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || partner == "" || id == "" || name == "" {
+		return fmt.Errorf("demo organization %q: want partner:organizationId:name", demoOrg)
+	}
+	return st.SeedDemoOrganization(ctx, partner, id, name, account)
 }
 
 func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {

@@ -99,3 +99,34 @@ func TestStartRefusesWithoutUpstreamSecret(t *testing.T) {
 		t.Fatal("Start without a 32-byte upstream secret = nil, want an error")
 	}
 }
+
+func TestStartDemoOrganization(t *testing.T) {
+	for _, tt := range []struct {
+		org     string
+		wantErr bool
+	}{
+		{"demo:org-1:North Clinic", false},
+		{"demo:org-1", true},
+		{"demo::North Clinic", true},
+	} {
+		t.Run(tt.org, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Start(context.Background(), Config{
+				Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),
+				UpstreamSecret: "0123456789abcdef0123456789abcdef", Instructor: Instructor{Username: "instructor", Password: "a long demo password"},
+				DemoData: true, DemoOrganization: tt.org, Stdout: io.Discard,
+			})
+			if tt.wantErr {
+				if err == nil {
+					s.Shutdown(context.Background())
+					t.Fatalf("Start with demo organization %q succeeded, want an error", tt.org)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Start = %v", err)
+			}
+			s.Shutdown(context.Background())
+		})
+	}
+}

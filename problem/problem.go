@@ -71,6 +71,17 @@ const (
 	CodeCredentialsInvalid Code = "credentials_invalid" // a log outcome only: the sign-in page itself says so
 )
 
+// The app service's JSON API codes (/app/api/). It also answers not_found, csrf_invalid,
+// method_not_allowed, unsupported_media_type, body_too_large and internal_error.
+const (
+	CodeSessionRequired      Code = "session_required"      // no signed-in session
+	CodeOriginForbidden      Code = "origin_forbidden"      // a state-changing call from another site
+	CodeInvalidArgument      Code = "invalid_argument"      // the failing fields say which
+	CodeRoleForbidden        Code = "role_forbidden"        // a member calling an instructor's route, or the reverse
+	CodeOrganizationRequired Code = "organization_required" // an instructor's session without an organization
+	CodeUnavailable          Code = "unavailable"           // the database does not answer; retry
+)
+
 // kind is a code's title (RFC 9457: the same for every occurrence of the code) and status.
 type kind struct {
 	title  string
@@ -85,7 +96,7 @@ type kind struct {
 // token the replay store cannot vouch for; 503 with Retry-After for a dependency of the
 // gateway that failed, so the token itself may succeed later.
 var kinds = map[Code]kind{
-	CodeNotFound:             {"Not a partner link endpoint", http.StatusNotFound},
+	CodeNotFound:             {"Not found", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
 	CodeMethodNotAllowed:     {"Method not allowed", http.StatusMethodNotAllowed},
 	CodeUnsupportedMediaType: {"Unsupported media type", http.StatusUnsupportedMediaType},
@@ -130,6 +141,13 @@ var kinds = map[Code]kind{
 	CodeLoginCodeUsed:     {"Link already used", http.StatusGone},
 	CodeLoginCodeExpired:  {"Link expired", http.StatusGone},
 	CodeCSRFInvalid:       {"Form expired", http.StatusForbidden},
+
+	CodeSessionRequired:      {"Session required", http.StatusUnauthorized},
+	CodeOriginForbidden:      {"Cross-origin request refused", http.StatusForbidden},
+	CodeInvalidArgument:      {"Invalid argument", http.StatusBadRequest},
+	CodeRoleForbidden:        {"Not allowed for this role", http.StatusForbidden},
+	CodeOrganizationRequired: {"No organization", http.StatusForbidden},
+	CodeUnavailable:          {"Service unavailable", http.StatusServiceUnavailable},
 }
 
 // Status is the HTTP status of a code: 400 for a code without a row, since a verifier code

@@ -41,6 +41,12 @@ func TestStatus(t *testing.T) {
 		problem.CodeLoginCodeUsed:         410,
 		problem.CodeLoginCodeExpired:      410,
 		problem.CodeCSRFInvalid:           403,
+		problem.CodeSessionRequired:       401,
+		problem.CodeOriginForbidden:       403,
+		problem.CodeInvalidArgument:       400,
+		problem.CodeRoleForbidden:         403,
+		problem.CodeOrganizationRequired:  403,
+		problem.CodeUnavailable:           503,
 	}
 	for code, want := range tests {
 		if got := problem.Status(code); got != want {
@@ -60,6 +66,8 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeNonceStoreUnavailable, problem.CodeNonceStoreFull, problem.CodeInternal,
 		problem.CodeAssertionInvalid, problem.CodeAssertionReplayed, problem.CodeLoginCodeInvalid,
 		problem.CodeLoginCodeUsed, problem.CodeLoginCodeExpired, problem.CodeCSRFInvalid,
+		problem.CodeSessionRequired, problem.CodeOriginForbidden, problem.CodeInvalidArgument,
+		problem.CodeRoleForbidden, problem.CodeOrganizationRequired, problem.CodeUnavailable,
 		problem.CodeTokenMalformed, problem.CodeHeaderInvalid,
 		problem.CodeAlgorithmNotAllowed, problem.CodeKeyIDMissing,
 		problem.CodeKeyUnknown, problem.CodeKeysUnavailable,

@@ -17,6 +17,11 @@ command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
 # The case PDF's test reads the PDF back with pdftotext and keeps a PNG from pdftoppm.
 command -v pdftotext >/dev/null 2>&1 && command -v pdftoppm >/dev/null 2>&1 || need_apt+=(poppler-utils)
+# The desktop wrapper's engine shows a real --app window under Xvfb (with openbox as the
+# window manager for the window-state tests).
+command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)
+command -v xauth >/dev/null 2>&1 || need_apt+=(xauth)
+command -v openbox >/dev/null 2>&1 || need_apt+=(openbox)
 # The app service's store tests start their own throwaway PostgreSQL cluster
 # (internal/pgtest) from the server programs, which Debian keeps off PATH.
 pg_bin() {
@@ -49,4 +54,4 @@ fi
 if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
 	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1)"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb and openbox"

@@ -2,10 +2,27 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/partnergate/partnergate/personspec"
 )
+
+// SeedDemoOrganization seeds the demo data (SeedDemo) into the partner's organization
+// partnerOrgID, created when missing, so that the demo partner's first link lands on a
+// populated organization.
+func (s *Store) SeedDemoOrganization(ctx context.Context, partner, partnerOrgID, name string, ownerAccountID int64) error {
+	var org int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		org, err = s.upsertOrganization(ctx, tx, partner, partnerOrgID, name, s.now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.SeedDemo(ctx, org, ownerAccountID)
+}
 
 // SeedDemo gives orgID demo persons with profile data and workout plans made from the
 // template library, owned by ownerAccountID, so that a newcomer's ./run.sh shows a populated

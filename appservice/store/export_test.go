@@ -73,3 +73,29 @@ func TestSeedDemo(t *testing.T) {
 		})
 	}
 }
+
+// TestSeedDemoOrganization: the demo partner's organization is seeded before any link, and
+// the partner's first link lands in it, populated.
+func TestSeedDemoOrganization(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			for range 2 {
+				if err := s.SeedDemoOrganization(ctx, "demo", "org1", "North Clinic", 0); err != nil {
+					t.Fatalf("SeedDemoOrganization = %v", err)
+				}
+			}
+			r := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			persons, _ := s.Persons(ctx, r.OrganizationID, "", 0)
+			plans, _ := s.Workouts(ctx, r.OrganizationID, WorkoutQuery{})
+			if len(persons) != 4 || len(plans) != 4 { // the link's person and three demo persons
+				t.Errorf("the link's organization has %d persons, %d plans, want 4 and 4", len(persons), len(plans))
+			}
+			other := mustResolve(t, s, mainLink("e1", "org2", "c2"))
+			if ps, _ := s.Persons(ctx, other.OrganizationID, "", 0); len(ps) != 1 {
+				t.Errorf("another organization has %d persons, want only its link's", len(ps))
+			}
+		})
+	}
+}

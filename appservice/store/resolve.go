@@ -82,12 +82,11 @@ func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 				return err
 			}
 		}
-		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO organizations (partner, partner_org_id, name, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (partner, partner_org_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
-RETURNING id`), l.Partner, p.OrganizationID, p.OrganizationName, now, now).Scan(&r.OrganizationID); err != nil {
+		org, err := s.upsertOrganization(ctx, tx, l.Partner, p.OrganizationID, p.OrganizationName, now)
+		if err != nil {
 			return err
 		}
+		r.OrganizationID = org
 		if err := s.step("organization"); err != nil {
 			return err
 		}
@@ -129,7 +128,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), l.Partner, string(l.Kind),
 		if err := s.step("link"); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO login_codes (code_hash, link_id, expires_at) VALUES (?, ?, ?)`),
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO login_codes (code_hash, link_id, expires_at) VALUES (?, ?, ?)`),
 			codeHash, r.LinkID, now+s.opts.CodeTTL.Milliseconds())
 		return err
 	})
@@ -329,4 +328,15 @@ func (s *Store) ssnHash(normalized string) string {
 	m.Write([]byte("partnergate-ssn-v1\x00"))
 	m.Write([]byte(normalized))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// upsertOrganization returns the id of the partner's organization partnerOrgID, created when
+// new; its name follows the latest caller.
+func (s *Store) upsertOrganization(ctx context.Context, tx *sql.Tx, partner, partnerOrgID, name string, now int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, s.q(`INSERT INTO organizations (partner, partner_org_id, name, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (partner, partner_org_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
+RETURNING id`), partner, partnerOrgID, name, now, now).Scan(&id)
+	return id, err
 }

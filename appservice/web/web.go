@@ -115,6 +115,7 @@ func New(cfg Config) (*Handler, error) {
 	for _, p := range memberViews {
 		h.mux.HandleFunc("GET "+p, h.goShell)
 	}
+	h.mux.Handle(apiPrefix, h.apiRoutes())
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")
 	flag.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
 	flag.BoolVar(&cfg.DemoData, "demo-data", env("PARTNERGATE_APP_DEMO_DATA", "") == "1", "seed demo persons and workout plans into the first instructor's organization (env PARTNERGATE_APP_DEMO_DATA=1)")
+	flag.StringVar(&cfg.DemoOrganization, "demo-org", env("PARTNERGATE_APP_DEMO_ORG", ""), "with -demo-data, also seed the partner's organization `partner:organizationId:name`, created when missing (env PARTNERGATE_APP_DEMO_ORG)")
 	logLevel := flag.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
 	signIns := flag.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
 	flag.Parse()

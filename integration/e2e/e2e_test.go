@@ -399,7 +399,8 @@ func checkNoPersonalData(t *testing.T, s *stack) {
 }
 
 // TestRunScriptCheck runs ./run.sh --check, the README's first command in its self-test
-// mode, on free ports and a temporary data folder. run.sh builds ./caddy and bin/ beside
+// mode (the first instructor signs in and links, gives the contact a plan through the JSON
+// API, the contact's Go link sees it), on free ports and a temporary data folder. run.sh builds ./caddy and bin/ beside
 // itself; it runs from a temporary folder of links to the checkout's files, so that they
 // land there and not in the source tree.
 func TestRunScriptCheck(t *testing.T) {
@@ -419,6 +420,10 @@ func TestRunScriptCheck(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "run.sh --check: passed") {
 		t.Fatalf("./run.sh --check = %v\n%s", err, out)
+	}
+	// The flow reaches what the service is for: the member sees the plan made for them.
+	if !strings.Contains(string(out), "run.sh --check: the Go member sees 1 plan(s) ok") {
+		t.Errorf("./run.sh --check did not see the Go member's plan:\n%s", out)
 	}
 }
 

@@ -1,0 +1,452 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+)
+
+// hostBinding is the page's host function (window.svcHost).
+const hostBinding = "svcHost"
+
+// debugPort is the DevTools port of the Debug setting (LIM-3).
+const debugPort = "9223"
+
+// splash is the first document of the window. The app window opens on it, not on the
+// application, so that window.svcHost exists before the application's scripts run; an
+// --app window needs a real document (about:blank opens a tabbed window).
+const splash = "data:text/html;charset=utf-8,<!doctype html><title>Loading</title>"
+
+// Chrome is the engine of the EoWebBrowser and WebViewBrowser settings: a Chromium-family
+// browser (Chromium, Chrome, Edge) in --app mode, driven over the DevTools protocol with
+// chromedp.
+type Chrome struct {
+	ctx         context.Context // the window's chromedp context; lives until Close
+	cancel      context.CancelFunc
+	cancelAlloc context.CancelFunc
+
+	mu           sync.Mutex
+	queue        []Event
+	wake         chan struct{}
+	events       chan Event
+	closed       chan struct{}
+	closeOnce    sync.Once
+	stopOnce     sync.Once
+	stopErr      error
+	wasMaximized bool // the window state before Minimize, for Restore
+}
+
+// NewChrome returns an engine that starts no browser before Start.
+func NewChrome() *Chrome {
+	return &Chrome{
+		wake:   make(chan struct{}, 1),
+		events: make(chan Event),
+		closed: make(chan struct{}),
+	}
+}
+
+// Start starts the browser with the window of o and opens o.URL. ctx bounds the start;
+// the browser runs until Close.
+func (c *Chrome) Start(ctx context.Context, o Options) error {
+	if c.ctx != nil {
+		return errors.New("starting browser: started already")
+	}
+	exe := o.Browser
+	if exe == "" {
+		var err error
+		if exe, err = FindBrowser(o.PreferEdge); err != nil {
+			return err
+		}
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), allocatorOptions(exe, o)...)
+	bctx, cancel := chromedp.NewContext(actx)
+	c.ctx, c.cancel, c.cancelAlloc = bctx, cancel, cancelAlloc
+
+	if err := c.start(ctx, o); err != nil {
+		c.shutdown()
+		return fmt.Errorf("starting browser %s: %w", exe, err)
+	}
+	return nil
+}
+
+func (c *Chrome) start(ctx context.Context, o Options) error {
+	// The first Run starts the browser and must not carry ctx's deadline, which would
+	// end the browser with it.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(c.ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	sctx, stop := c.scope(ctx)
+	defer stop()
+
+	if err := chromedp.Listen(c.ctx, c.onEvent); err != nil {
+		return err
+	}
+	go c.pump()
+	go c.watch()
+	// A binding without an execution context is added to every document the target
+	// loads from now on, before the document's scripts run.
+	if _, err := chromedp.Call(sctx, runtime.AddBinding, runtime.AddBindingParams{Name: hostBinding}); err != nil {
+		return fmt.Errorf("adding window.%s: %w", hostBinding, err)
+	}
+	if o.Maximized {
+		if err := c.setState(sctx, browser.WindowStateMaximized); err != nil {
+			return err
+		}
+	}
+	return chromedp.Do(sctx, chromedp.Navigate(o.URL))
+}
+
+// allocatorOptions are the browser's command line for o.
+func allocatorOptions(exe string, o Options) []chromedp.ExecAllocatorOption {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("app", splash),
+	}
+	if o.ProfileDir != "" {
+		opts = append(opts, chromedp.UserDataDir(o.ProfileDir))
+	}
+	if o.Bounds.Width > 0 && o.Bounds.Height > 0 {
+		opts = append(opts,
+			chromedp.Flag("window-position", fmt.Sprintf("%d,%d", o.Bounds.Left, o.Bounds.Top)),
+			chromedp.WindowSize(o.Bounds.Width, o.Bounds.Height))
+	}
+	if o.Maximized {
+		opts = append(opts, chromedp.Flag("start-maximized", true))
+	}
+	// The zoom scales the whole window, as the original's zoom did; the page sees it as
+	// window.devicePixelRatio.
+	if o.Zoom > 0 && o.Zoom != 1 {
+		opts = append(opts, chromedp.Flag("force-device-scale-factor", strconv.FormatFloat(o.Zoom, 'f', -1, 64)))
+	}
+	if o.Language != "" {
+		opts = append(opts, chromedp.Flag("lang", o.Language), chromedp.Flag("accept-lang", o.Language))
+	}
+	if o.Debug {
+		// A port for DevTools clients, on the loopback address only; chromedp then
+		// talks to the browser over the same websocket instead of a pipe.
+		opts = append(opts, remote.WebSocket,
+			chromedp.Flag("remote-debugging-port", debugPort),
+			chromedp.Flag("remote-debugging-address", "127.0.0.1"))
+	}
+	// Chromium refuses to start its sandbox as root (a container, a test machine); a
+	// normal user always keeps the sandbox.
+	opts = append(opts, chromedp.Flag("no-sandbox", isRoot()))
+	for _, f := range o.ExtraFlags {
+		name, value, ok := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if ok {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	return opts
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }
+
+// scope is a context of the window that also ends with ctx, for one operation. Before
+// Start it is no chromedp context, so the operation fails with chromedp's invalid context.
+func (c *Chrome) scope(ctx context.Context) (context.Context, context.CancelFunc) {
+	parent := c.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	sctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(ctx, cancel)
+	return sctx, func() { stop(); cancel() }
+}
+
+// fnName is what Call accepts as a page function's name.
+var fnName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// callJS awaits window.svcApp[fn](...args) and settles with {ok, value} or {ok: false,
+// error}, so that a rejection keeps the SvcAppError's members instead of becoming an
+// exception text.
+const callJS = `(async (fn, args) => {
+  const app = window.svcApp;
+  if (!app || typeof app[fn] !== "function") {
+    return { ok: false, error: { code: "host_unavailable", message: "the page has no svcApp." + fn } };
+  }
+  try {
+    return { ok: true, value: await app[fn](...args) };
+  } catch (e) {
+    const o = e && typeof e === "object" ? e : {};
+    return { ok: false, error: {
+      code: typeof o.code === "string" && o.code ? o.code : "page_error",
+      message: String(o.message !== undefined ? o.message : e),
+      fields: Array.isArray(o.fields) ? o.fields : [],
+      status: typeof o.status === "number" ? o.status : 0,
+    } };
+  }
+})`
+
+// Call awaits window.svcApp.<fn>(...args). A page without svcApp.<fn> (not loaded yet,
+// or another site) is a *PageError with code host_unavailable.
+func (c *Chrome) Call(ctx context.Context, fn string, args []any, result any) error {
+	if !fnName.MatchString(fn) {
+		return fmt.Errorf("calling page: %q is not a function name", fn)
+	}
+	if args == nil {
+		args = []any{}
+	}
+	jsArgs, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("calling %s: encoding arguments: %w", fn, err)
+	}
+	jsFn, _ := json.Marshal(fn)
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	raw, err := chromedp.Run(sctx, chromedp.Evaluate[[]byte](
+		callJS+"("+string(jsFn)+","+string(jsArgs)+")", chromedp.EvalAwaitPromise))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("calling %s: %w", fn, ctx.Err())
+		}
+		return fmt.Errorf("calling %s: %w", fn, err)
+	}
+	var reply struct {
+		OK    bool            `json:"ok"`
+		Value json.RawMessage `json:"value"`
+		Error *PageError      `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return fmt.Errorf("calling %s: reading reply: %w", fn, err)
+	}
+	if !reply.OK {
+		if reply.Error == nil {
+			return fmt.Errorf("calling %s: the page failed without a reason", fn)
+		}
+		return reply.Error
+	}
+	if result == nil || len(reply.Value) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(reply.Value, result); err != nil {
+		return fmt.Errorf("calling %s: decoding result: %w", fn, err)
+	}
+	return nil
+}
+
+// onEvent runs in chromedp's read loop, so it only queues.
+func (c *Chrome) onEvent(ev any) {
+	b, ok := ev.(*runtime.EventBindingCalled)
+	if !ok || b.Name != hostBinding {
+		return
+	}
+	var msg struct {
+		Event string          `json:"event"`
+		Data  json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(b.Payload), &msg); err != nil || msg.Event == "" {
+		return // not the application's event; the page ignores what the host throws anyway
+	}
+	c.mu.Lock()
+	c.queue = append(c.queue, Event{Name: msg.Event, Data: msg.Data})
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump delivers queued events in order to whoever reads Events, until the window closes.
+func (c *Chrome) pump() {
+	for {
+		c.mu.Lock()
+		var next *Event
+		if len(c.queue) > 0 {
+			next = &c.queue[0]
+		}
+		c.mu.Unlock()
+		if next == nil {
+			select {
+			case <-c.wake:
+				continue
+			case <-c.closed:
+				return
+			}
+		}
+		select {
+		case c.events <- *next:
+			c.mu.Lock()
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// watch closes Closed when the window's target or the browser goes away.
+func (c *Chrome) watch() {
+	detached, err := chromedp.Detached(c.ctx)
+	if err != nil {
+		detached = nil
+	}
+	var lost chan struct{}
+	if b := chromedp.FromContext(c.ctx).Browser; b != nil {
+		lost = b.LostConnection
+	}
+	select {
+	case <-detached:
+	case <-lost:
+	case <-c.ctx.Done():
+	}
+	c.closeOnce.Do(func() { close(c.closed) })
+}
+
+// Events delivers the page's host events (window.svcHost) in order.
+func (c *Chrome) Events() <-chan Event { return c.events }
+
+// Navigate opens url and waits for it to load.
+func (c *Chrome) Navigate(ctx context.Context, url string) error {
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	if err := chromedp.Do(sctx, chromedp.Navigate(url)); err != nil {
+		return fmt.Errorf("navigating: %w", err)
+	}
+	return nil
+}
+
+func (c *Chrome) window(ctx context.Context) (browser.GetWindowForTargetResult, error) {
+	cc := chromedp.FromContext(ctx)
+	if cc == nil || cc.Target == nil {
+		return browser.GetWindowForTargetResult{}, errors.New("finding the window: the browser is not started")
+	}
+	w, err := chromedp.CallBrowser(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{TargetID: cc.Target.TargetID})
+	if err != nil {
+		return w, fmt.Errorf("finding the window: %w", err)
+	}
+	return w, nil
+}
+
+func (c *Chrome) setState(ctx context.Context, state browser.WindowState) error {
+	w, err := c.window(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = chromedp.CallBrowser(ctx, browser.SetWindowBounds, browser.SetWindowBoundsParams{
+		WindowID: w.WindowID, Bounds: &browser.Bounds{WindowState: state},
+	})
+	if err != nil {
+		return fmt.Errorf("setting the window %s: %w", state, err)
+	}
+	return nil
+}
+
+// Minimize minimizes the window, remembering whether it was maximized.
+func (c *Chrome) Minimize(ctx context.Context) error {
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	w, err := c.window(sctx)
+	if err != nil {
+		return err
+	}
+	if w.Bounds != nil && w.Bounds.WindowState != browser.WindowStateMinimized {
+		c.mu.Lock()
+		c.wasMaximized = w.Bounds.WindowState == browser.WindowStateMaximized
+		c.mu.Unlock()
+	}
+	return c.setState(sctx, browser.WindowStateMinimized)
+}
+
+// Restore restores the window to its state before Minimize and brings it to the front.
+func (c *Chrome) Restore(ctx context.Context) error {
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	state := browser.WindowStateNormal
+	c.mu.Lock()
+	if c.wasMaximized {
+		state = browser.WindowStateMaximized
+	}
+	c.mu.Unlock()
+	// A minimized window must become normal before it can take another state.
+	if err := c.setState(sctx, browser.WindowStateNormal); err != nil {
+		return err
+	}
+	if state != browser.WindowStateNormal {
+		if err := c.setState(sctx, state); err != nil {
+			return err
+		}
+	}
+	if _, err := chromedp.Call(sctx, page.BringToFront, cdp.Empty{}); err != nil {
+		return fmt.Errorf("bringing the window to the front: %w", err)
+	}
+	return nil
+}
+
+// Bounds reads the window's bounds (the restored bounds while minimized) and whether it
+// is maximized.
+func (c *Chrome) Bounds(ctx context.Context) (Bounds, bool, error) {
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	w, err := c.window(sctx)
+	if err != nil {
+		return Bounds{}, false, err
+	}
+	if w.Bounds == nil {
+		return Bounds{}, false, errors.New("finding the window: no bounds")
+	}
+	b := Bounds{Width: int(w.Bounds.Width), Height: int(w.Bounds.Height)}
+	if w.Bounds.Left != nil {
+		b.Left = int(*w.Bounds.Left)
+	}
+	if w.Bounds.Top != nil {
+		b.Top = int(*w.Bounds.Top)
+	}
+	return b, w.Bounds.WindowState == browser.WindowStateMaximized, nil
+}
+
+// Closed is closed when the window or the browser has gone away.
+func (c *Chrome) Closed() <-chan struct{} { return c.closed }
+
+// Close closes the browser gracefully, so that it saves its profile, and kills it when
+// that takes longer than ten seconds. Calling it again returns the first call's error.
+func (c *Chrome) Close() error {
+	if c.ctx == nil {
+		return nil
+	}
+	c.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		defer cancel()
+		err := chromedp.Cancel(ctx)
+		c.shutdown()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		c.stopErr = err
+	})
+	return c.stopErr
+}
+
+func (c *Chrome) shutdown() {
+	c.cancel()
+	c.cancelAlloc()
+	c.closeOnce.Do(func() { close(c.closed) })
+}
+
+var _ Engine = (*Chrome)(nil)

@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's chromium, which the test machine has (scripts/test-deps.sh).
+const chromiumPath = "/usr/bin/chromium"
+
+// startChrome starts the engine headless on the test page, in a fresh profile.
+func startChrome(t *testing.T, o Options) (*Chrome, string) {
+	t.Helper()
+	return start(t, o, false)
+}
+
+// startChromeVisible starts the engine with a window on the display of DISPLAY.
+func startChromeVisible(t *testing.T, o Options) (*Chrome, string) {
+	t.Helper()
+	return start(t, o, true)
+}
+
+func start(t *testing.T, o Options, visible bool) (*Chrome, string) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium not found at %s: install Debian's chromium package and run again", chromiumPath)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	o.URL = srv.URL + "/"
+	o.ProfileDir = dir + "/profile"
+	o.Browser = chromiumPath
+	if !visible {
+		o.ExtraFlags = append(o.ExtraFlags, "--headless")
+	}
+	o.ExtraFlags = append(o.ExtraFlags, "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-background-networking", "--disable-component-update")
+	c := NewChrome()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, o); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, srv.URL
+}
+
+func nextEvent(t *testing.T, c *Chrome) Event {
+	t.Helper()
+	select {
+	case ev := <-c.Events():
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no host event within 10s")
+	}
+	return Event{}
+}
+
+type ready struct {
+	Page              string `json:"page"`
+	HostBeforeScripts bool   `json:"hostBeforeScripts"`
+}
+
+func wantReady(t *testing.T, c *Chrome, page string) {
+	t.Helper()
+	ev := nextEvent(t, c)
+	var r ready
+	if err := json.Unmarshal(ev.Data, &r); ev.Name != "ready" || err != nil || r.Page != page || !r.HostBeforeScripts {
+		t.Fatalf("event = %s %s, want ready on %s with svcHost before the page's scripts", ev.Name, ev.Data, page)
+	}
+}
+
+func TestChrome(t *testing.T) {
+	c, base := startChrome(t, Options{
+		Bounds: Bounds{Left: 10, Top: 20, Width: 900, Height: 700}, Zoom: 1.5, Language: "nb-NO",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wantReady(t, c, "/")
+
+	t.Run("call result", func(t *testing.T) {
+		var n int
+		if err := c.Call(ctx, "add", []any{2, 3}, &n); err != nil || n != 5 {
+			t.Errorf("Call(add, 2, 3) = %d, %v; want 5", n, err)
+		}
+		in := map[string]any{"customId": "A-1 \"æ\" </script>", "userId": float64(42), "list": []any{"x"}}
+		var out map[string]any
+		if err := c.Call(ctx, "echo", []any{in}, &out); err != nil || out["customId"] != in["customId"] || out["userId"] != in["userId"] {
+			t.Errorf("Call(echo, %v) = %v, %v", in, out, err)
+		}
+		out = nil
+		if err := c.Call(ctx, "nothing", nil, &out); err != nil || out != nil {
+			t.Errorf("Call(nothing) = %v, %v; want nothing", out, err)
+		}
+		if err := c.Call(ctx, "add", []any{1, 1}, nil); err != nil {
+			t.Errorf("Call(add) with a nil result = %v", err)
+		}
+	})
+
+	t.Run("call rejection", func(t *testing.T) {
+		err := c.Call(ctx, "fail", nil, nil)
+		var pe *PageError
+		if !errors.As(err, &pe) {
+			t.Fatalf("Call(fail) = %v, want a *PageError", err)
+		}
+		want := PageError{Code: "invalid_argument", Message: "firstname: is required",
+			Fields: []FieldError{{Field: "firstname", Reason: "is required"}}, Status: 400}
+		if pe.Code != want.Code || pe.Message != want.Message || !slices.Equal(pe.Fields, want.Fields) || pe.Status != want.Status {
+			t.Errorf("Call(fail) = %+v, want %+v", *pe, want)
+		}
+		if err := c.Call(ctx, "throwString", nil, nil); !errors.As(err, &pe) || pe.Code != "page_error" || pe.Message != "plain" {
+			t.Errorf("Call(throwString) = %v, want PageError page_error plain", err)
+		}
+		if err := c.Call(ctx, "missing", nil, nil); !errors.As(err, &pe) || pe.Code != "host_unavailable" {
+			t.Errorf("Call(missing) = %v, want PageError host_unavailable", err)
+		}
+		if err := c.Call(ctx, "add); alert(1", nil, nil); err == nil || errors.As(err, &pe) {
+			t.Errorf("Call with a script for a name = %v, want a plain error", err)
+		}
+	})
+
+	t.Run("events in order", func(t *testing.T) {
+		var n int
+		if err := c.Call(ctx, "emitMany", []any{20}, &n); err != nil {
+			t.Fatalf("Call(emitMany) = %v", err)
+		}
+		for i := range 20 {
+			ev := nextEvent(t, c)
+			var d struct{ I int }
+			if err := json.Unmarshal(ev.Data, &d); ev.Name != "count" || err != nil || d.I != i {
+				t.Fatalf("event %d = %s %s, want count %d", i, ev.Name, ev.Data, i)
+			}
+		}
+	})
+
+	t.Run("window options", func(t *testing.T) {
+		var env struct {
+			DPR  float64 `json:"dpr"`
+			Lang string  `json:"lang"`
+		}
+		if err := c.Call(ctx, "env", nil, &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.DPR != 1.5 {
+			t.Errorf("devicePixelRatio = %v, want the zoom 1.5", env.DPR)
+		}
+		if !strings.HasPrefix(env.Lang, "nb") {
+			t.Errorf("navigator.language = %q, want nb-NO", env.Lang)
+		}
+		b, maximized, err := c.Bounds(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Width != 900 || b.Height != 700 || maximized {
+			t.Errorf("Bounds() = %+v, %v; want 900x700, not maximized", b, maximized)
+		}
+	})
+
+	t.Run("minimize and restore", func(t *testing.T) {
+		if err := c.Minimize(ctx); err != nil {
+			t.Fatalf("Minimize: %v", err)
+		}
+		b, _, err := c.Bounds(ctx)
+		if err != nil || b.Width != 900 {
+			t.Errorf("Bounds() while minimized = %+v, %v; want the restored 900 wide", b, err)
+		}
+		state := func() string {
+			sctx, stop := c.scope(ctx)
+			defer stop()
+			w, err := c.window(sctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(w.Bounds.WindowState)
+		}
+		if s := state(); s != "minimized" {
+			t.Errorf("window state after Minimize = %q, want minimized", s)
+		}
+		if err := c.Restore(ctx); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+		if s := state(); s != "normal" {
+			t.Errorf("window state after Restore = %q, want normal", s)
+		}
+	})
+
+	t.Run("navigate", func(t *testing.T) {
+		if err := c.Navigate(ctx, base+"/other.html"); err != nil {
+			t.Fatalf("Navigate: %v", err)
+		}
+		wantReady(t, c, "/other.html")
+	})
+
+	t.Run("close", func(t *testing.T) {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		select {
+		case <-c.Closed():
+		case <-time.After(10 * time.Second):
+			t.Fatal("Closed() still open 10s after Close")
+		}
+		if err := c.Call(ctx, "add", []any{1, 2}, nil); err == nil {
+			t.Errorf("Call after Close = nil error")
+		}
+	})
+}
+
+// Closing the window from the page ends the engine: Closed closes.
+func TestChromeWindowClosed(t *testing.T) {
+	c, _ := startChrome(t, Options{Maximized: true})
+	wantReady(t, c, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, maximized, err := c.Bounds(ctx); err != nil || !maximized {
+		t.Errorf("Bounds() of a window started maximized = %v, %v; want maximized", maximized, err)
+	}
+	if err := c.Minimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, maximized, _ := c.Bounds(ctx); !maximized {
+		t.Errorf("Restore after Minimize of a maximized window: not maximized")
+	}
+	// The browser process goes away as a user's closing the last window would end it.
+	_ = chromedpProcess(c).Kill()
+	select {
+	case <-c.Closed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Closed() still open 10s after the browser went away")
+	}
+}
+
+// Debug opens the DevTools port 9223 on 127.0.0.1 (LIM-3).
+func TestChromeDebugPort(t *testing.T) {
+	if l, err := net.Listen("tcp", "127.0.0.1:"+debugPort); err != nil {
+		t.Fatalf("port %s, the Debug port the interface fixes, is in use by another program on this machine: %v", debugPort, err)
+	} else {
+		_ = l.Close()
+	}
+	c, _ := startChrome(t, Options{Debug: true})
+	wantReady(t, c, "/")
+	resp, err := http.Get("http://127.0.0.1:" + debugPort + "/json/version")
+	if err != nil {
+		t.Fatalf("GET /json/version on the debug port: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var v struct{ Browser string }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Browser == "" {
+		t.Errorf("/json/version = %+v, %v", v, err)
+	}
+	var n int
+	if err := c.Call(context.Background(), "add", []any{1, 2}, &n); err != nil || n != 3 {
+		t.Errorf("Call over the websocket = %d, %v; want 3", n, err)
+	}
+}
+
+func TestChromeNotStarted(t *testing.T) {
+	c := NewChrome()
+	ctx := context.Background()
+	if err := c.Call(ctx, "add", nil, nil); err == nil {
+		t.Errorf("Call before Start = nil error")
+	}
+	if _, _, err := c.Bounds(ctx); err == nil {
+		t.Errorf("Bounds before Start = nil error")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close before Start = %v", err)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{"ProgramFiles": `C:\PF`}[k]
+	}
+	tests := []struct {
+		goos       string
+		preferEdge bool
+		first      string
+	}{
+		{"linux", false, "chromium"},
+		{"windows", false, "chrome.exe"},
+		{"windows", true, "msedge.exe"},
+		{"darwin", true, "/Applications/Microsoft Edge.app/Contents/MacOS/Microsoft Edge"},
+	}
+	for _, tt := range tests {
+		got := candidates(tt.goos, tt.preferEdge, env)
+		if got[0] != tt.first {
+			t.Errorf("candidates(%q, %v)[0] = %q, want %q", tt.goos, tt.preferEdge, got[0], tt.first)
+		}
+	}
+	win := candidates("windows", false, env)
+	if !slices.Contains(win, `C:\PF\Google\Chrome\Application\chrome.exe`) || slices.ContainsFunc(win, func(s string) bool { return strings.HasPrefix(s, `\`) }) {
+		t.Errorf("candidates(windows) = %q, want Program Files paths and none for unset variables", win)
+	}
+	if i, j := slices.Index(win, "chrome.exe"), slices.Index(win, "msedge.exe"); i > j {
+		t.Errorf("candidates(windows) = %q, want Chrome before Edge", win)
+	}
+}
+
+// chromedpProcess is the browser's process.
+func chromedpProcess(c *Chrome) *os.Process { return chromedp.FromContext(c.ctx).Browser.Process() }

@@ -1,0 +1,224 @@
+// Package instance keeps one wrapper per user: the first start takes a lock file and
+// listens on a local endpoint; a later start finds it and hands it its arguments, which
+// the running instance applies as its own (the spec's SVC-7). The lock is an OS file lock
+// (github.com/gofrs/flock), so a killed instance never leaves it behind.
+//
+// The endpoint is not the svcpipe of the pipe protocol: its name and framing are the
+// wrapper's own, so that an integrator's pipe client can never reach it by mistake.
+package instance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+const (
+	lockName = "instance.lock"
+	pidName  = "instance.pid"
+	// maxMessage bounds one forwarded argument list.
+	maxMessage = 1 << 20
+	// ioTimeout bounds one forward, both sides.
+	ioTimeout = 5 * time.Second
+)
+
+// Instance is the running (primary) instance.
+type Instance struct {
+	dir    string
+	lock   *flock.Flock
+	ln     net.Listener
+	args   chan []string
+	done   chan struct{}
+	wg     sync.WaitGroup
+	closed sync.Once
+}
+
+// Dir is the lock folder of a product under the user's cache folder.
+func Dir(vendor, product string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache folder: %w", err)
+	}
+	return filepath.Join(dir, vendor, product), nil
+}
+
+// Acquire makes this process the running instance, or hands args to the one that runs.
+// primary is true with an Instance that receives later starts' arguments; false when args
+// went to the running instance, and this process should exit. It keeps trying for ctx's
+// lifetime while the running instance is starting up or going away.
+func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst *Instance, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, nil, fmt.Errorf("creating the instance folder: %w", err)
+	}
+	lock := flock.New(filepath.Join(dir, lockName))
+	var last error
+	for {
+		ok, err := lock.TryLock()
+		if err != nil {
+			return false, nil, fmt.Errorf("locking the instance: %w", err)
+		}
+		if ok {
+			inst, err := start(dir, lock)
+			if err != nil {
+				_ = lock.Unlock()
+				return false, nil, err
+			}
+			return true, inst, nil
+		}
+		if last = forward(ctx, dir, args); last == nil {
+			return false, nil, nil
+		}
+		// The holder may not listen yet, or may be exiting; try both again shortly.
+		select {
+		case <-ctx.Done():
+			return false, nil, fmt.Errorf("forwarding to the running instance: %w", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// start listens on this process's endpoint, then writes its pid, so that a pid found
+// next to the lock always names an endpoint that was listening.
+func start(dir string, lock *flock.Flock) (*Instance, error) {
+	removeStale(dir)
+	pid := os.Getpid()
+	ln, err := listen(dir, pid)
+	if err != nil {
+		return nil, fmt.Errorf("listening for other starts: %w", err)
+	}
+	if err := writePID(dir, pid); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	inst := &Instance{dir: dir, lock: lock, ln: ln, args: make(chan []string, 16), done: make(chan struct{})}
+	inst.wg.Add(1)
+	go inst.serve()
+	return inst, nil
+}
+
+// Args delivers the argument lists of later starts, in the order they arrived.
+func (i *Instance) Args() <-chan []string { return i.args }
+
+// Close stops listening and releases the lock; Args is closed after the last list.
+func (i *Instance) Close() error {
+	var err error
+	i.closed.Do(func() {
+		close(i.done)
+		err = i.ln.Close()
+		i.wg.Wait()
+		close(i.args)
+		_ = os.Remove(filepath.Join(i.dir, pidName))
+		if uerr := i.lock.Unlock(); err == nil {
+			err = uerr
+		}
+	})
+	return err
+}
+
+func (i *Instance) serve() {
+	defer i.wg.Done()
+	for {
+		c, err := i.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		i.wg.Add(1)
+		go func() {
+			defer i.wg.Done()
+			i.handle(c)
+		}()
+	}
+}
+
+// handle reads one JSON array of strings on a line (a longer one than maxMessage is
+// dropped), queues it and answers "ok", so that
+// the sender exits only once its arguments are accepted.
+func (i *Instance) handle(c net.Conn) {
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(ioTimeout))
+	line, err := bufio.NewReader(io.LimitReader(c, maxMessage)).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal(line, &args); err != nil {
+		_, _ = c.Write([]byte("error: not a JSON array of strings\n"))
+		return
+	}
+	select {
+	case i.args <- args:
+		_, _ = c.Write([]byte("ok\n"))
+	case <-i.done:
+	}
+}
+
+// forward sends args to the instance whose pid is next to the lock.
+func forward(ctx context.Context, dir string, args []string) error {
+	pid, err := readPID(dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	c, err := dial(ctx, dir, pid)
+	if err != nil {
+		return fmt.Errorf("connecting to instance %d: %w", pid, err)
+	}
+	defer func() { _ = c.Close() }()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if args == nil {
+		args = []string{}
+	}
+	msg, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(append(msg, '\n')); err != nil {
+		return fmt.Errorf("forwarding to instance %d: %w", pid, err)
+	}
+	reply, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("forwarding to instance %d: %w", pid, err)
+	}
+	if reply != "ok\n" {
+		return fmt.Errorf("instance %d refused the arguments: %s", pid, strings.TrimSpace(reply))
+	}
+	return nil
+}
+
+func writePID(dir string, pid int) error {
+	path := filepath.Join(dir, pidName)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("writing the instance pid: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing the instance pid: %w", err)
+	}
+	return nil
+}
+
+func readPID(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, pidName))
+	if err != nil {
+		return 0, fmt.Errorf("reading the instance pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, errors.New("reading the instance pid: not a process id")
+	}
+	return pid, nil
+}
