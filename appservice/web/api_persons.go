@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/partnergate/partnergate/appservice/people"
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -70,7 +70,7 @@ func profileOut(e store.ProfileEntry) map[string]string {
 	}
 	date := ""
 	if !e.Date.IsZero() {
-		date = people.FormatProfileDate(e.Date)
+		date = personspec.FormatProfileDate(e.Date)
 	}
 	for k, v := range map[string]string{"key": e.Key, "name": e.Name, "value": e.Value, "unit": e.Unit, "date": date,
 		"source": e.Source, "description": e.Description} {
@@ -159,7 +159,7 @@ func (h *Handler) apiPerson(r *apiRequest) (int, any, error) {
 // apiSelectPerson is the wrapper's selectperson: the person found or created becomes the
 // session's person in focus.
 func (h *Handler) apiSelectPerson(r *apiRequest) (int, any, error) {
-	sel, ferrs, err := people.DecodeSelect(r.body)
+	sel, ferrs, err := personspec.DecodeSelect(r.body)
 	if err != nil {
 		return 0, nil, invalid(problem.FieldError{Field: "", Reason: "the body must be one JSON object"})
 	}
