@@ -157,7 +157,8 @@ func TestReadErrorsKeepTheFile(t *testing.T) {
 			if !exists(path) {
 				t.Fatalf("Read deleted the file after error %v", err)
 			}
-			if strings.Contains(err.Error(), "Åsa") || strings.Contains(err.Error(), "1001") {
+			// The path is the test's temporary folder, whose random digits may hold "1001".
+			if msg := strings.ReplaceAll(err.Error(), path, ""); strings.Contains(msg, "Åsa") || strings.Contains(msg, "1001") {
 				t.Fatalf("Read error %q quotes a value", err)
 			}
 		})
