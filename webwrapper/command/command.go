@@ -127,13 +127,15 @@ func New(name string, args map[string]any, source string) (Command, error) {
 	}
 	c := Command{Name: n, Args: make(map[string]any, len(args)), Source: source}
 	var errs []personspec.FieldError
+	seen := map[string]bool{}
 	for _, k := range slices.Sorted(maps.Keys(args)) { // sorted, so that errors read the same each time
 		v := args[k]
 		key := strings.ToLower(k)
-		if _, dup := c.Args[key]; dup {
+		if seen[key] {
 			errs = append(errs, personspec.FieldError{Field: shorten(key), Reason: "given twice"})
 			continue
 		}
+		seen[key] = true
 		kd, ok := known[key]
 		if !ok {
 			c.Args[key] = v
@@ -151,7 +153,10 @@ func New(name string, args map[string]any, source string) (Command, error) {
 	if errs != nil {
 		return Command{}, &Error{Name: n, Fields: errs}
 	}
-	return c, Validate(c)
+	if err := Validate(c); err != nil {
+		return Command{}, err
+	}
+	return c, nil
 }
 
 // normalise converts v to the kind's type; nil means absent (null or a blank string).

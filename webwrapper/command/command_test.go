@@ -53,6 +53,8 @@ func TestNew(t *testing.T) {
 		{"setcustomid", "SetCustomId", `{"userId":"5","customId":"X"}`, map[string]any{"userid": int64(5), "customid": "X"}, ""},
 		{"setcustomid missing both", "setcustomid", `{}`, nil, "setcustomid: userid: required; customid: required"},
 		{"twice after lower-casing", "setcustomid", `{"userid":5,"customid":"a","customId":"b"}`, nil, "customid: given twice"},
+		{"twice, the first blank", "setcustomid", `{"userid":"","UserId":5,"customid":"a"}`, nil, "userid: given twice"},
+		{"twice in selectperson", "selectperson", `{"customid":"a","firstName":"A","firstname":"B","lastname":"C"}`, nil, "firstname: given twice"},
 		{"selectperson", "SelectPerson", `{"userid":"0","id":"1001","firstname":"Åsa","lastname":"Ørnø","gender":"K","source":"EHR"}`,
 			map[string]any{"userid": int64(0), "id": "1001", "firstname": "Åsa", "lastname": "Ørnø", "gender": "K", "source": "EHR"}, ""},
 		{"selectperson userid only", "selectperson", `{"userid":42,"firstname":"A","lastname":"B"}`,

@@ -47,8 +47,9 @@ func Listen(pid int) (*Server, error) {
 func (s *Server) Path() string { return s.path }
 
 // Serve answers connections, each in its own goroutine, until ctx ends; it then closes
-// the listener (which removes the socket file), waits for the handlers, which see ctx
-// cancelled, and returns nil. Any other end of accepting is returned as an error.
+// the listener (which removes the socket file), waits for the connections, whose handlers
+// see ctx cancelled, and returns nil. So a reply a handler returned (close's, say) is
+// written before Serve returns. Any other end of accepting is returned as an error.
 func (s *Server) Serve(ctx context.Context, h Handler) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
