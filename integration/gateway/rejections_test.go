@@ -87,7 +87,7 @@ func TestRejectionsNeverReachUpstream(t *testing.T) {
 			}
 			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 				// /payload answers a page; it names the code.
-				if !strings.Contains(string(resp.Body), "<code>"+tt.code+"</code>") {
+				if !strings.Contains(string(resp.Body), `<code id="code">`+tt.code+"</code>") {
 					t.Errorf("page does not name the code %q: %s", tt.code, resp.Body)
 				}
 			} else {
