@@ -22,6 +22,8 @@ command -v pdftotext >/dev/null 2>&1 && command -v pdftoppm >/dev/null 2>&1 || n
 command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)
 command -v xauth >/dev/null 2>&1 || need_apt+=(xauth)
 command -v openbox >/dev/null 2>&1 || need_apt+=(openbox)
+# The wrapper's integration test reads the window's state (minimised, active) with xprop.
+command -v xprop >/dev/null 2>&1 || need_apt+=(x11-utils)
 # The app service's store tests start their own throwaway PostgreSQL cluster
 # (internal/pgtest) from the server programs, which Debian keeps off PATH.
 pg_bin() {
@@ -54,4 +56,4 @@ fi
 if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
 	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb and openbox"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop"

@@ -25,15 +25,18 @@ type build struct {
 	err  error
 }
 
-// Main builds caddy, runs the package's tests, then the cleanups of Shared resources, then
-// removes the programs the harness built, and exits. Every package that starts the gateway
-// or another built program calls it from its TestMain, so that a run leaves nothing behind:
+// Main builds caddy and the main packages prebuild names (as Binary takes them), runs the
+// package's tests, then the cleanups of Shared resources, then removes the programs the
+// harness built, and exits. Every package that starts the gateway or another built program
+// calls it from its TestMain, so that a run leaves nothing behind:
 //
 //	func TestMain(m *testing.M) { harness.Main(m) }
 //
-// The build runs before the tests so that it does not count against go test's -timeout:
+// The builds run before the tests so that they do not count against go test's -timeout:
 // a race-enabled caddy from a cold build cache takes minutes on a small machine.
-func Main(m *testing.M) { os.Exit(run(m, "./cmd/caddy")) }
+func Main(m *testing.M, prebuild ...string) {
+	os.Exit(run(m, append([]string{"./cmd/caddy"}, prebuild...)...))
+}
 
 // run is Main with the packages to build before the tests.
 func run(m *testing.M, prebuild ...string) int {
