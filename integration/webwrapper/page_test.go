@@ -59,9 +59,8 @@ func (w *wrapper) attach(t *testing.T) *page {
 	actx, cancelAlloc := remote.NewAllocator(context.Background(), "http://"+debugAddr)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	c, stop := context.WithTimeout(ctx, 30*time.Second)
-	defer stop()
-	if err := chromedp.Do(c); err != nil {
+	// The first run binds the attachment's life to its context: ctx, not a timeout.
+	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("attaching to the wrapper's window: %v", err)
 	}
 	return &page{ctx: ctx}
@@ -152,4 +151,5 @@ func (p *page) signIn(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.ID("signin")),
 		chromedp.WaitVisible(chromedp.ID("view")))
+	p.waitFor(t, "the first view", `document.querySelector("#view [data-testid]") && !document.getElementById("view").hasAttribute("aria-busy")`)
 }
