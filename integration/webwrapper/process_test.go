@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ func (d *desktop) start(t *testing.T, args ...string) *wrapper {
 		if t.Failed() {
 			t.Logf("wrapper output:\n%s", w.out.String())
 		}
+		waitPortClosed(t)
 		if err := harness.RaceReported(w.out.String(), w.cmd.ProcessState.ExitCode()); err != nil {
 			t.Error(err)
 		}
@@ -128,6 +130,7 @@ func (w *wrapper) waitExit(t *testing.T, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-w.exited:
+		waitPortClosed(t)
 		return w.cmd.ProcessState.ExitCode()
 	case <-time.After(limit):
 		t.Fatalf("the wrapper did not exit within %v:\n%s", limit, w.out.String())
@@ -158,4 +161,17 @@ func (d *desktop) second(t *testing.T, args ...string) (int, string) {
 		t.Error(err)
 	}
 	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// waitPortClosed waits until the DevTools port is closed: a wrapper's browser ends with it
+// (chromedp kills it with its parent) a moment later, and the next wrapper needs the port.
+func waitPortClosed(t *testing.T) {
+	t.Helper()
+	poll(t, 15*time.Second, "the DevTools port closed after the wrapper", func() (bool, string) {
+		c, err := net.DialTimeout("tcp", debugAddr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil, "something listens on " + debugAddr
+	})
 }
