@@ -336,3 +336,29 @@ func (a *App) waitSignedIn(ctx context.Context) (engine.Engine, error) {
 		}
 	}
 }
+
+// Notice shows text with a download link in the page's notice banner once someone is
+// signed in, since the banner belongs to the application, not to the sign-in page. It
+// waits as long as ctx allows and does not hold up the queue.
+func (a *App) Notice(ctx context.Context, text, url string) error {
+	for {
+		a.mu.Lock()
+		ok, eng, changed := a.signedIn, a.eng, a.changed
+		a.mu.Unlock()
+		if ok && eng != nil {
+			cctx, cancel := context.WithTimeout(ctx, a.o.Wait)
+			defer cancel()
+			if err := eng.Call(cctx, "showNotice", []any{text, url}, nil); err != nil {
+				return callError(err, cctx)
+			}
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.done:
+			return errors.New("the wrapper is closing")
+		}
+	}
+}

@@ -318,3 +318,28 @@ func TestSignOnLinks(t *testing.T) {
 		t.Errorf("link after re-sign-in = %+v, want account 8", l)
 	}
 }
+
+func TestNotice(t *testing.T) {
+	a, eng := start(t, Options{})
+	shown := make(chan []any, 1)
+	eng.Handle("showNotice", func(args []any) (any, error) { shown <- args; return nil, nil })
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Notice(context.Background(), "Version 2.1.6.0 is available.", "https://example.com/x.msi")
+	}()
+	select {
+	case <-shown:
+		t.Fatal("notice shown before the sign-in")
+	case <-time.After(20 * time.Millisecond):
+	}
+	signIn(eng, 7)
+	if err := <-done; err != nil {
+		t.Fatalf("Notice = %v", err)
+	}
+	if got := <-shown; !reflect.DeepEqual(got, []any{"Version 2.1.6.0 is available.", "https://example.com/x.msi"}) {
+		t.Errorf("showNotice%q", got)
+	}
+	if _, n := eng.Minimized(); n != 0 {
+		t.Errorf("the notice brought the window to the front %d times", n)
+	}
+}
