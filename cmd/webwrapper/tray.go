@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -21,6 +22,14 @@ func startTray(ctx context.Context, a *app.App, log *slog.Logger) (stop func()) 
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		// systray v1.12.2 on Linux closes a nil DBus connection at Quit when it found no
+		// session bus at start (Xvfb, a bare X server); that panic must not end the wrapper
+		// before it saves its settings.
+		defer func() {
+			if r := recover(); r != nil {
+				log.Warn("tray", "error", fmt.Sprint(r))
+			}
+		}()
 		// The Windows tray's message loop must stay on the thread that made its window.
 		runtime.LockOSThread()
 		systray.Run(func() {
