@@ -24,8 +24,11 @@ const debugAddr = "127.0.0.1:9223"
 // page is the wrapper's window as the test reads it over the DevTools port.
 type page struct {
 	ctx context.Context
-	n   int // screenshots taken, for their order in the folder
 }
+
+// shots counts each test's screenshots, for their order in the folder (a test may attach
+// to several windows); the tests run one after another.
+var shots = map[string]int{}
 
 // attach connects to the wrapper's browser and returns its application window, the page
 // target on the stack's origin. Leaving it detaches and keeps the window open.
@@ -113,7 +116,7 @@ func (p *page) location() string {
 // integration/artifacts/webwrapper/<test>-<nn>-<name>.png.
 func (p *page) screenshot(t *testing.T, name string) {
 	t.Helper()
-	p.n++
+	shots[t.Name()]++
 	c, cancel := context.WithTimeout(p.ctx, 15*time.Second)
 	defer cancel()
 	buf, err := chromedp.Run(c, chromedp.CaptureScreenshot())
@@ -131,7 +134,7 @@ func (p *page) screenshot(t *testing.T, name string) {
 		t.Logf("screenshot %s: %v", name, err)
 		return
 	}
-	file := filepath.Join(dir, fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(t.Name(), "/", "_"), p.n, name))
+	file := filepath.Join(dir, fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(t.Name(), "/", "_"), shots[t.Name()], strings.ReplaceAll(name, " ", "-")))
 	if err := os.WriteFile(file, buf, 0o644); err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 	}
