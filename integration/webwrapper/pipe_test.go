@@ -203,4 +203,5 @@ func TestPipe(t *testing.T) {
 		t.Error("after close the instance lock is still held")
 	}
 	d.waitWindow(t, "none")
+	d.checkNoPersonalData(t, w, "Åsa", "Ørnø", "1950-07-01", "72.5", "Lund")
 }

@@ -175,3 +175,28 @@ func waitPortClosed(t *testing.T) {
 		return err != nil, "something listens on " + debugAddr
 	})
 }
+
+// checkNoPersonalData asserts that the wrapper's Debug log files (a folder under the
+// temporary folder) and its output hold none of values: a person's data never lands
+// in them.
+func (d *desktop) checkNoPersonalData(t *testing.T, w *wrapper, values ...string) {
+	t.Helper()
+	logs := map[string]string{"output": w.out.String()}
+	filepath.WalkDir(d.tmp, func(path string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(e.Name(), ".log") {
+			b, _ := os.ReadFile(path)
+			logs[path] = string(b)
+		}
+		return nil
+	})
+	if len(logs) < 2 {
+		t.Errorf("no Debug log file under %s", d.tmp)
+	}
+	for name, text := range logs {
+		for _, v := range values {
+			if strings.Contains(text, v) {
+				t.Errorf("the wrapper's %s holds the personal value %q", name, v)
+			}
+		}
+	}
+}

@@ -75,6 +75,7 @@ func TestSecondStart(t *testing.T) {
 	}
 	p.screenshot(t, "two-of-three")
 	w.close(t)
+	d.checkNoPersonalData(t, w, "Cleo", "Lund Ås", "1960-03-04", "Dag")
 }
 
 // writeLatin1 writes text to path in ISO-8859-1.
@@ -159,4 +160,5 @@ func TestInputXML(t *testing.T) {
 		t.Errorf("getlistofusers customid=5007 = %+v, want nobody: the file without born runs nothing", ivar)
 	}
 	w.close(t)
+	d.checkNoPersonalData(t, w, "Åsa", "Ørnø", "Åke", "Öberg", "Ivar", "Ødegård", "1950-07-01")
 }

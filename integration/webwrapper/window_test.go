@@ -294,3 +294,25 @@ func TestSignOnRestart(t *testing.T) {
 	w.callJSON(t, "getlistofusers", map[string]any{"customid": "none"}, &nobody)
 	w.close(t)
 }
+
+// TestCloseWindowEnds: without MinimizeOnExit, closing the window ends the program as close
+// does: exit 0, the pipe gone, the lock free, the window's place saved.
+func TestCloseWindowEnds(t *testing.T) {
+	s := startStack(t)
+	d := newDesktop(t, s, nil)
+	w, p := signedIn(t, d)
+	p.screenshot(t, "before-close")
+	w.closeWindow(t, p)
+	if code := w.waitExit(t, 30*time.Second); code != 0 {
+		t.Errorf("after its window closed the wrapper exited with status %d, want 0", code)
+	}
+	if _, err := os.Stat(w.pipePath()); !os.IsNotExist(err) {
+		t.Errorf("after the window closed the pipe %s is still there (%v)", w.pipePath(), err)
+	}
+	if !d.lockFree(t) {
+		t.Error("after the window closed the instance lock is still held")
+	}
+	if width, ok := d.userConfig(t).Int("Width"); !ok || width < 1096 || width > 1104 {
+		t.Errorf("user.config Width = %d (%v), want the window's 1100", width, ok)
+	}
+}
