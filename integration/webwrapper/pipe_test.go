@@ -1,7 +1,9 @@
 package webwrapper
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/partnergate/partnergate/webwrapper/pipe"
+	"github.com/partnergate/partnergate/webwrapper/signon"
 )
 
 // arguments is the provider argument of the Arguments protocol, one argv element as a
@@ -82,18 +87,40 @@ func TestPipe(t *testing.T) {
 		t.Errorf("svcpipe Version = %q, exit %d; want the version, exit 0", out, code)
 	}
 
+	// A command that needs the page waits for the sign-in, which the person does meanwhile.
+	listed := make(chan []byte, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		reply, err := pipe.Call(ctx, w.pipePath(), "GetListOfUsers", map[string]any{"customId": "nobody"})
+		if err != nil {
+			reply = []byte(err.Error())
+		}
+		listed <- reply
+	}()
 	p.signIn(t)
 	p.screenshot(t, "signed-in")
+	if got := string(<-listed); got != "[]" {
+		t.Errorf("getlistofusers waiting for the sign-in = %s, want []", got)
+	}
+	// The program's user is linked to the account that signed in (B-SSO).
+	links := signon.Open(filepath.Join(filepath.Dir(d.home), "config", "Svc", "Svc Webwrapper", signon.FileName))
+	if l, ok, err := links.Get(`CLINIC\asa`); !ok || err != nil || l.Username != "instructor" {
+		t.Errorf("sign-on link of CLINIC\\asa = %+v, %v, %v; want the instructor", l, ok, err)
+	}
 
-	// selectperson with profile data: the page shows the person and the profile table.
-	w.call(t, "SelectPerson", map[string]any{
+	// selectperson with profile data: no reply, as the original's clients expect; the page
+	// shows the person and the profile table.
+	if reply := w.call(t, "SelectPerson", map[string]any{
 		"userid": "0", "customId": "1001", "firstName": "Åsa", "lastName": "Ørnø", "gender": "K",
 		"dateOfBirth": "1950-07-01", "source": "EHR",
 		"profiledata": []any{
 			map[string]any{"key": "weight", "name": "Weight", "value": "72.5", "unit": "kg", "date": "2024-03-05 08:30", "source": "scale"},
 			map[string]any{"key": "height", "name": "Height", "value": "168", "unit": "cm", "date": "2024-03-05"},
 		},
-	})
+	}); reply != nil {
+		t.Errorf("selectperson replied %s, want none", reply)
+	}
 	p.waitFor(t, "Åsa's person view", `document.getElementById("person-name") && document.getElementById("person-name").textContent === "Åsa Ørnø" && document.getElementById("profile-table")`)
 	rows := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="profile-row"]')].map((r) => [...r.cells].map((c) => c.textContent).join("|"))`)
 	if want := []string{"Weight|72.5|kg|2024-03-05 08:30:00|scale", "Height|168|cm|2024-03-05 00:00:00|"}; strings.Join(rows, "\n") != strings.Join(want, "\n") {
@@ -190,9 +217,11 @@ func TestPipe(t *testing.T) {
 	}
 	p.screenshot(t, "show")
 
-	// close: the reply comes first (or none, as the original's clients expect), then the
-	// process exits 0, the pipe is gone and the lock is free.
-	w.call(t, "close", nil)
+	// close: the reply comes first, then the process exits 0, the pipe is gone and the
+	// lock is free.
+	if got := string(w.call(t, "Close", nil)); got != `{"ok":true}` {
+		t.Errorf("close = %q, want {\"ok\":true}", got)
+	}
 	if code := w.waitExit(t, 30*time.Second); code != 0 {
 		t.Errorf("after close the wrapper exited with status %d, want 0", code)
 	}

@@ -58,6 +58,21 @@ func waitRestores(t *testing.T, eng *enginetest.Engine, n int) {
 	t.Fatalf("window not brought to the front %d times", n)
 }
 
+// waitState waits until the app has taken in the page's events up to a sign-in state:
+// events arrive on their own goroutine.
+func waitState(t *testing.T, a *App, signedIn bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		a.mu.Lock()
+		got := a.signedIn
+		a.mu.Unlock()
+		if got == signedIn {
+			return
+		}
+	}
+	t.Fatalf("signed in never became %v", signedIn)
+}
+
 type reply struct {
 	out []byte
 	has bool
@@ -122,6 +137,7 @@ func TestSignInTimeout(t *testing.T) {
 		t.Fatalf("after sign-in: %v", r.err)
 	}
 	eng.Emit("signedOut", map[string]any{})
+	waitState(t, a, false)
 	if r := <-do(a, cmd(t, "getlistofusers", nil)); r.err == nil {
 		t.Errorf("after sign-out = nil error, want the timeout")
 	}
