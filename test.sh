@@ -21,11 +21,11 @@ go vet ./...
 # test binaries and its programs for Windows, so that at least every Windows-only file compiles.
 echo "== windows: vet and build the wrapper"
 win="$(mktemp -d)"
-CGO_ENABLED=0 GOOS=windows go vet ./webwrapper/... ./cmd/svcpipe/
-for pkg in $(go list ./webwrapper/... ./cmd/svcpipe/); do
+CGO_ENABLED=0 GOOS=windows go vet ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/
+for pkg in $(go list ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/); do
 	CGO_ENABLED=0 GOOS=windows go test -c -o "$win/" "$pkg"
 done
-CGO_ENABLED=0 GOOS=windows go build -o "$win/" ./cmd/svcpipe/
+CGO_ENABLED=0 GOOS=windows go build -o "$win/" ./cmd/svcpipe/ ./cmd/webwrapper/
 rm -rf "$win"
 
 if [ -x scripts/lint.sh ]; then

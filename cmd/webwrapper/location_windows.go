@@ -1,0 +1,28 @@
+package main
+
+import (
+	"errors"
+
+	"golang.org/x/sys/windows/registry"
+)
+
+// locationKey is the current user's software key for the wrapper; its value path is the
+// program's folder, which integrators read to start it (B-ARG, VER-2).
+const locationKey = `Software\` + vendor + `\` + product
+
+// registerLocation writes the program's folder to HKCU\<locationKey> path when it changed.
+func registerLocation(dir string) error {
+	k, _, err := registry.CreateKey(registry.CURRENT_USER, locationKey, registry.QUERY_VALUE|registry.SET_VALUE)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	old, _, err := k.GetStringValue("path")
+	if err == nil && old == dir {
+		return nil
+	}
+	if err != nil && !errors.Is(err, registry.ErrNotExist) {
+		return err
+	}
+	return k.SetStringValue("path", dir)
+}

@@ -1,0 +1,364 @@
+// Package app runs the wrapper's commands, from every protocol, one after another on the
+// window's page: each command becomes a call of the page's JavaScript API (window.svcApp)
+// or a window operation, and its answer the pipe's reply (docs/webwrapper.md). It follows
+// the page's sign-in through the host events, so that a command needing a signed-in page
+// waits for it, and it keeps the single sign-on links (B-SSO).
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/engine"
+	"github.com/partnergate/partnergate/webwrapper/signon"
+)
+
+// DefaultWait is how long a command waits for a sign-in, and a page call for its answer:
+// the original waited 30 seconds for asynchronous answers.
+const DefaultWait = 30 * time.Second
+
+// errTimeout is the original's answer when the page did not answer in time; clients may
+// compare the text.
+var errTimeout = errors.New("Timeout. No response.") //lint:ignore ST1005 the original's text, which clients may compare
+
+// Options configure an App.
+type Options struct {
+	// Version is the wrapper's four-part version, the answer to version.
+	Version string
+	// Wait bounds the wait for a sign-in and each page call; 0 is DefaultWait.
+	Wait time.Duration
+	// MinimizeOnExit keeps the program running when the user closes the window while
+	// signed in; show, or a command needing the page, opens it again with Relaunch.
+	MinimizeOnExit bool
+	// Relaunch opens a new window on the same browser profile, so still signed in.
+	Relaunch func(ctx context.Context) (engine.Engine, error)
+	// Links are the single sign-on links; nil when RememberLoggedInUser is off.
+	Links *signon.Store
+	// External is the external user before any signon command: the operating-system user
+	// when SignonWithWindowsUser is on, else empty.
+	External string
+	// Logger receives what went wrong; never a person's data.
+	Logger *slog.Logger
+}
+
+// App is the command queue on one window. Make it with New, then Run it.
+type App struct {
+	o    Options
+	jobs chan job
+	done chan struct{} // closed when Run returns
+
+	mu       sync.Mutex
+	eng      engine.Engine // nil while the window is closed (MinimizeOnExit)
+	signedIn bool          // the page said signedIn and the account fits the external user
+	account  account       // of the last signedIn
+	changed  chan struct{} // closed and replaced when signedIn changes
+	external string
+	closedCh chan engine.Engine
+}
+
+type account struct {
+	ID       int64  `json:"id"`
+	Username string `json:"username"`
+}
+
+type job struct {
+	ctx  context.Context
+	cmd  command.Command
+	done chan result
+}
+
+type result struct {
+	reply    []byte
+	hasReply bool
+	err      error
+}
+
+// New returns the queue for the window eng, which Start has opened.
+func New(eng engine.Engine, o Options) *App {
+	if o.Wait <= 0 {
+		o.Wait = DefaultWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &App{
+		o:        o,
+		jobs:     make(chan job),
+		done:     make(chan struct{}),
+		eng:      eng,
+		changed:  make(chan struct{}),
+		external: strings.TrimSpace(o.External),
+		closedCh: make(chan engine.Engine, 1),
+	}
+}
+
+// Run reads the page's events and runs the queued commands in order. It returns when ctx
+// ends, after close, or when the user closed the window and the program is not to stay
+// (not signed in, or MinimizeOnExit off).
+func (a *App) Run(ctx context.Context) error {
+	defer close(a.done)
+	a.mu.Lock()
+	eng := a.eng
+	a.mu.Unlock()
+	go a.watch(ctx, eng)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-a.closedCh:
+			a.mu.Lock()
+			current, stay := e == a.eng, a.signedIn && a.o.MinimizeOnExit && a.o.Relaunch != nil
+			if current {
+				a.eng = nil
+			}
+			a.mu.Unlock()
+			if !current {
+				continue
+			}
+			if !stay {
+				return nil
+			}
+			a.o.Logger.Info("window closed while signed in: still running, show opens it again")
+		case j := <-a.jobs:
+			r := a.run(j.ctx, j.cmd)
+			j.done <- r
+			if j.cmd.Name == command.Close && r.err == nil {
+				return nil
+			}
+		}
+	}
+}
+
+// Do queues c and returns its reply as the pipe writes it; its signature is the pipe's
+// Handler. Version answers at once, since it needs neither the page nor the queue's order.
+func (a *App) Do(ctx context.Context, c command.Command) (reply []byte, hasReply bool, err error) {
+	if c.Name == command.Version {
+		return []byte(a.o.Version), true, nil
+	}
+	j := job{ctx: ctx, cmd: c, done: make(chan result, 1)}
+	select {
+	case a.jobs <- j:
+	case <-a.done:
+		return nil, false, errors.New("the wrapper is closing")
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	r := <-j.done
+	return r.reply, r.hasReply, r.err
+}
+
+// Done is closed when Run has returned.
+func (a *App) Done() <-chan struct{} { return a.done }
+
+// Window returns the open window, nil while it is closed.
+func (a *App) Window() engine.Engine {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.eng
+}
+
+// watch follows eng's host events until it closes, then tells Run.
+func (a *App) watch(ctx context.Context, eng engine.Engine) {
+	for {
+		select {
+		case ev := <-eng.Events():
+			a.event(ev)
+		case <-eng.Closed():
+			select {
+			case a.closedCh <- eng:
+			case <-a.done:
+			}
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// event follows the sign-in state the page reports.
+func (a *App) event(ev engine.Event) {
+	switch ev.Name {
+	case "signedIn":
+		var d struct {
+			Account account `json:"account"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			a.o.Logger.Warn("signedIn event without an account", "error", err)
+		}
+		a.mu.Lock()
+		a.account = d.Account
+		a.mu.Unlock()
+		a.setSignedIn(a.linkFits(d.Account))
+	case "signedOut":
+		a.mu.Lock()
+		external := a.external
+		a.account = account{}
+		a.mu.Unlock()
+		// Signing out ends the external user's link, so that the next sign-in links anew.
+		if external != "" && a.o.Links != nil {
+			if err := a.o.Links.Forget(external); err != nil {
+				a.o.Logger.Error("forgetting the sign-on link", "error", err)
+			}
+		}
+		a.setSignedIn(false)
+	}
+}
+
+func (a *App) setSignedIn(v bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.signedIn == v {
+		return
+	}
+	a.signedIn = v
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// linkFits tells whether the page's account may serve the external user: without an
+// external user or links, any; else the account linked to it, linking it at its first
+// sign-in (B-SSO).
+func (a *App) linkFits(acc account) bool {
+	a.mu.Lock()
+	external := a.external
+	a.mu.Unlock()
+	if external == "" || a.o.Links == nil || acc.ID == 0 {
+		return true
+	}
+	l, ok, err := a.o.Links.Get(external)
+	if err != nil {
+		a.o.Logger.Error("reading the sign-on links", "error", err)
+		return true
+	}
+	if ok {
+		if l.AccountID != acc.ID {
+			a.o.Logger.Warn("the page is signed in as another account than the external user's link: sign out and in again")
+			return false
+		}
+		return true
+	}
+	if err := a.o.Links.Remember(external, signon.Link{AccountID: acc.ID, Username: acc.Username, LinkedAt: time.Now().UTC()}); err != nil {
+		a.o.Logger.Error("remembering the sign-on link", "error", err)
+	}
+	return true
+}
+
+// run carries out one command.
+func (a *App) run(ctx context.Context, c command.Command) result {
+	if err := ctx.Err(); err != nil {
+		return result{err: err}
+	}
+	switch c.Name {
+	case command.Hide:
+		if eng := a.Window(); eng != nil {
+			return result{err: eng.Minimize(ctx)}
+		}
+		return result{}
+	case command.Show:
+		return result{err: a.front(ctx)}
+	case command.Close:
+		return result{reply: []byte(`{"ok":true}`), hasReply: true}
+	case command.SignOn:
+		return result{err: a.signOn(c.Args["user"].(string))}
+	}
+	eng, err := a.waitSignedIn(ctx)
+	if err != nil {
+		return result{err: err}
+	}
+	return a.call(ctx, eng, c)
+}
+
+// front shows the window, opening it again when the user closed it.
+func (a *App) front(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.eng == nil {
+		if a.o.Relaunch == nil {
+			return errors.New("the window is closed")
+		}
+		eng, err := a.o.Relaunch(ctx)
+		if err != nil {
+			return fmt.Errorf("opening the window: %w", err)
+		}
+		a.eng = eng
+		go a.watch(context.WithoutCancel(ctx), eng)
+		return nil
+	}
+	return a.eng.Restore(ctx)
+}
+
+// signOn makes user the external user (B-SSO). A page signed in as another account than
+// the user's link no longer counts as signed in.
+func (a *App) signOn(user string) error {
+	a.mu.Lock()
+	a.external = strings.TrimSpace(user)
+	acc := a.account
+	a.mu.Unlock()
+	if acc.ID != 0 {
+		a.setSignedIn(a.linkFits(acc))
+	}
+	return nil
+}
+
+// waitSignedIn returns the window once the page is signed in, bringing it to the front
+// first; after Options.Wait it gives up with the original's timeout answer.
+func (a *App) waitSignedIn(ctx context.Context) (engine.Engine, error) {
+	timer := time.NewTimer(a.o.Wait)
+	defer timer.Stop()
+	for first := true; ; first = false {
+		a.mu.Lock()
+		ok, eng, changed := a.signedIn, a.eng, a.changed
+		a.mu.Unlock()
+		if ok && eng != nil {
+			return eng, nil
+		}
+		if first || eng == nil {
+			if err := a.front(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-eng.Closed():
+			return nil, errors.New("the window was closed before anyone signed in")
+		case <-timer.C:
+			return nil, fmt.Errorf("%w (nobody signed in within %s)", errTimeout, a.o.Wait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Notice shows text with a download link in the page's notice banner once someone is
+// signed in, since the banner belongs to the application, not to the sign-in page. It
+// waits as long as ctx allows and does not hold up the queue.
+func (a *App) Notice(ctx context.Context, text, url string) error {
+	for {
+		a.mu.Lock()
+		ok, eng, changed := a.signedIn, a.eng, a.changed
+		a.mu.Unlock()
+		if ok && eng != nil {
+			cctx, cancel := context.WithTimeout(ctx, a.o.Wait)
+			defer cancel()
+			if err := eng.Call(cctx, "showNotice", []any{text, url}, nil); err != nil {
+				return callError(err, cctx)
+			}
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.done:
+			return errors.New("the wrapper is closing")
+		}
+	}
+}
