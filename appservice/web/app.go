@@ -232,18 +232,7 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil {
-		// Too large or malformed: the form was never readable, so not "expired"; the code
-		// stays csrf_invalid, since the token in it could not be checked.
-		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
-		p.Title, p.Status = "Form not readable", http.StatusBadRequest
-		h.fail(w, p)
-		return
-	}
-	if !h.checkCSRF(r) {
-		h.log.Info("sign-in refused", "outcome", problem.CodeCSRFInvalid)
-		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
+	if !h.readSignInForm(w, r, "sign-in refused") {
 		return
 	}
 	login := r.PostFormValue("login")
@@ -444,4 +433,24 @@ func (h *Handler) sameOrigin(r *http.Request, origin string) bool {
 		return true
 	}
 	return strings.EqualFold(u.Host, r.Host)
+}
+
+// readSignInForm reads a posted sign-in page form (at most 8 KiB) and checks its CSRF
+// token; on failure it answers and logs refused with the outcome. A form too large or
+// malformed was never readable, so it is not "expired": the code stays csrf_invalid, since
+// the token in it could not be checked, with its own title and 400.
+func (h *Handler) readSignInForm(w http.ResponseWriter, r *http.Request, refused string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
+		p.Title, p.Status = "Form not readable", http.StatusBadRequest
+		h.fail(w, p)
+		return false
+	}
+	if !h.checkCSRF(r) {
+		h.log.Info(refused, "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
+		return false
+	}
+	return true
 }

@@ -76,16 +76,7 @@ func notUsernameRune(r rune) bool {
 // linked to the partner user. Only a pending session may post it. Like a sign-in it
 // hashes a password, so the same bounds apply before it does.
 func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil {
-		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
-		p.Title, p.Status = "Form not readable", http.StatusBadRequest
-		h.fail(w, p)
-		return
-	}
-	if !h.checkCSRF(r) {
-		h.log.Info("account creation refused", "outcome", problem.CodeCSRFInvalid)
-		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
+	if !h.readSignInForm(w, r, "account creation refused") {
 		return
 	}
 	s := h.session(r)
