@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -242,30 +241,6 @@ func TestChromeWindowClosed(t *testing.T) {
 	case <-c.Closed():
 	case <-time.After(10 * time.Second):
 		t.Fatal("Closed() still open 10s after the browser went away")
-	}
-}
-
-// Debug opens the DevTools port 9223 on 127.0.0.1 (LIM-3).
-func TestChromeDebugPort(t *testing.T) {
-	if l, err := net.Listen("tcp", "127.0.0.1:"+debugPort); err != nil {
-		t.Fatalf("port %s, the Debug port the interface fixes, is in use by another program on this machine: %v", debugPort, err)
-	} else {
-		_ = l.Close()
-	}
-	c, _ := startChrome(t, Options{Debug: true})
-	wantReady(t, c, "/")
-	resp, err := http.Get("http://127.0.0.1:" + debugPort + "/json/version")
-	if err != nil {
-		t.Fatalf("GET /json/version on the debug port: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var v struct{ Browser string }
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Browser == "" {
-		t.Errorf("/json/version = %+v, %v", v, err)
-	}
-	var n int
-	if err := c.Call(context.Background(), "add", []any{1, 2}, &n); err != nil || n != 3 {
-		t.Errorf("Call over the websocket = %d, %v; want 3", n, err)
 	}
 }
 
