@@ -254,6 +254,8 @@ func (w *wrapper) engineOptions() (engine.Options, string) {
 		Browser:    w.flags.browser,
 		PreferEdge: e == config.WebViewBrowser,
 		ExtraFlags: w.flags.browserFlags,
+		// The single sign-on keeps the session of the window's profile across relaunches.
+		KeepSession: w.cfg.Bool(config.RememberLoggedInUser) || w.cfg.Bool(config.SignonWithWindowsUser),
 	}
 	if w.flags.appURL != "" {
 		o.URL = w.flags.appURL

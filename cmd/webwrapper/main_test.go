@@ -95,6 +95,7 @@ func TestEngineOptions(t *testing.T) {
 		URL: "https://svc.example/app/signin", ProfileDir: filepath.Join(dir, "profile"),
 		Bounds: engine.Bounds{Left: 10, Top: 20, Width: 800, Height: 600}, Zoom: 1.25,
 		Language: "nb-NO", Debug: true, Browser: "/usr/bin/chromium", PreferEdge: true, ExtraFlags: []string{"--headless=new"},
+		KeepSession: true, // RememberLoggedInUser's default
 	}
 	if !reflect.DeepEqual(got, want) || warning != "" {
 		t.Errorf("engineOptions() = %+v, %q\nwant %+v", got, warning, want)
@@ -104,5 +105,13 @@ func TestEngineOptions(t *testing.T) {
 	got, warning = w.engineOptions()
 	if got.URL != w.flags.appURL || got.ProfileDir != w.flags.profile || got.PreferEdge || warning == "" {
 		t.Errorf("with flags and InternetExplorer: %+v, %q; want the flags, the default engine and a warning", got, warning)
+	}
+	cfg.SetBool(config.RememberLoggedInUser, false)
+	if got, _ = w.engineOptions(); got.KeepSession {
+		t.Errorf("with RememberLoggedInUser=False: KeepSession = true, want the session not kept")
+	}
+	cfg.SetBool(config.SignonWithWindowsUser, true)
+	if got, _ = w.engineOptions(); !got.KeepSession {
+		t.Errorf("with SignonWithWindowsUser=True: KeepSession = false, want it kept")
 	}
 }

@@ -225,9 +225,7 @@ func (w *wrapper) closeWindow(t *testing.T, p *page) {
 const pageShown = `document.getElementById("password") || (document.querySelector("#view [data-testid]") && !document.getElementById("view").hasAttribute("aria-busy"))`
 
 // TestMinimizeOnExit: with MinimizeOnExit, closing the window while signed in keeps the
-// program running with its pipe, and show brings a window back. (That the window comes back
-// still signed in is not yet true: the service's session cookie is a browser-session
-// cookie, which Chromium drops when the browser exits; docs/webwrapper.md lists the gap.)
+// program running with its pipe; show brings the window back, still signed in.
 func TestMinimizeOnExit(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, map[string]string{"MinimizeOnExit": "True"})
@@ -252,6 +250,40 @@ func TestMinimizeOnExit(t *testing.T) {
 	p = w.attach(t)
 	p.waitFor(t, "a page after show", pageShown)
 	p.screenshot(t, "after-show")
+	if eval[bool](t, p, `!!document.getElementById("password")`) {
+		w.close(t)
+		t.Fatal("the window shown again asks for the password: the kept session was not restored")
+	}
+	var siri []pipePerson
+	w.callJSON(t, "getlistofusers", map[string]any{"customid": "8001"}, &siri)
+	if len(siri) != 1 {
+		t.Errorf("getlistofusers after show = %+v, want Siri", siri)
+	}
+	w.close(t)
+}
+
+// TestSignOnRestart: the program's user signed in once; the next start with the same
+// signon is signed in without the password.
+func TestSignOnRestart(t *testing.T) {
+	s := startStack(t)
+	d := newDesktop(t, s, nil)
+	w, p := signedIn(t, d, arguments, `signon=CLINIC\asa`)
+	p.screenshot(t, "first-sign-in")
+	w.close(t)
+
+	w = d.start(t, arguments, `signon=clinic\ASA`)
+	p = w.attach(t)
+	p.waitFor(t, "a page at the restart", pageShown)
+	p.screenshot(t, "restart")
+	if eval[bool](t, p, `!!document.getElementById("password")`) {
+		w.close(t)
+		t.Fatal("the restart with the same signon asks for the password: the kept session was not restored")
+	}
+	if got := p.text(t, "#account"); got != "Coach Carter" {
+		t.Errorf("signed in as %q, want Coach Carter", got)
+	}
+	var nobody []pipePerson
+	w.callJSON(t, "getlistofusers", map[string]any{"customid": "none"}, &nobody)
 	w.close(t)
 }
 

@@ -47,7 +47,8 @@ type Chrome struct {
 	closeOnce    sync.Once
 	stopOnce     sync.Once
 	stopErr      error
-	wasMaximized bool // the window state before Minimize, for Restore
+	wasMaximized bool        // the window state before Minimize, for Restore
+	sessionOps   chan string // signedIn / signedOut for keepSession; nil when not kept
 }
 
 // NewChrome returns an engine that starts no browser before Start.
@@ -99,11 +100,20 @@ func (c *Chrome) start(ctx context.Context, o Options) error {
 	sctx, stop := c.scope(ctx)
 	defer stop()
 
+	if o.KeepSession && o.ProfileDir != "" {
+		c.sessionOps = make(chan string, 16) // before Listen: onEvent reads it
+	}
 	if err := chromedp.Listen(c.ctx, c.onEvent); err != nil {
 		return err
 	}
 	go c.pump()
 	go c.watch()
+	if c.sessionOps != nil {
+		if err := restoreSession(sctx, o.ProfileDir); err != nil {
+			return fmt.Errorf("restoring the kept session: %w", err)
+		}
+		go c.keepSession(o.ProfileDir, c.sessionOps)
+	}
 	// A binding without an execution context is added to every document the target
 	// loads from now on, before the document's scripts run.
 	if _, err := chromedp.Call(sctx, runtime.AddBinding, runtime.AddBindingParams{Name: hostBinding}); err != nil {
@@ -267,6 +277,12 @@ func (c *Chrome) onEvent(ev any) {
 	c.mu.Lock()
 	c.queue = append(c.queue, Event{Name: msg.Event, Data: msg.Data})
 	c.mu.Unlock()
+	if c.sessionOps != nil && (msg.Event == "signedIn" || msg.Event == "signedOut") {
+		select {
+		case c.sessionOps <- msg.Event:
+		default: // sixteen sign-ins queued: the last ones decide
+		}
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default:

@@ -34,6 +34,10 @@ type Options struct {
 	Browser string
 	// PreferEdge makes the search try Edge before Chrome on Windows (WebViewBrowser).
 	PreferEdge bool
+	// KeepSession keeps the page's session cookies in ProfileDir while someone is signed
+	// in, so that a window opened again on the profile comes back signed in
+	// (RememberLoggedInUser).
+	KeepSession bool
 	// ExtraFlags are further command-line flags for the browser, written "--name" or
 	// "--name=value" (tests run headless with them).
 	ExtraFlags []string

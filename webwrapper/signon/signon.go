@@ -5,8 +5,9 @@
 //
 // The web application offers no way for a host to sign an account in without the user (a
 // password or a partner link is needed), so the link cannot sign in by itself: the
-// session the browser profile keeps does that, and the link makes sure the session is
-// the one the external user signed in with before a command runs on it.
+// session the engine keeps for the window's profile (engine.Options.KeepSession) does
+// that, and the link makes sure the session is the one the external user signed in with
+// before a command runs on it.
 package signon
 
 import (
