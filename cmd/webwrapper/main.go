@@ -15,6 +15,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -163,6 +165,7 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 	if warning != "" {
 		w.log.Warn(warning)
 	}
+	opts.SessionKey = sessionKey(args, w.external())
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
 		w.log.Error("starting the browser", "error", err)
@@ -415,4 +418,22 @@ func newLogger(debug bool, stderr io.Writer) (*slog.Logger, func()) {
 		}
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug})), func() {}
+}
+
+// sessionKey names the kept session of the window after the external user this start
+// signs on as (its signon argument, else the operating-system user with
+// SignonWithWindowsUser), so that a start with another external user finds no session and
+// asks for a sign-in, while the same user comes back signed in.
+func sessionKey(args []string, osUser string) string {
+	user := osUser
+	for _, a := range args {
+		if k, v, ok := arguments.Pair(a); ok && strings.EqualFold(k, "signon") && strings.TrimSpace(v) != "" {
+			user = strings.TrimSpace(v)
+		}
+	}
+	if user == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(user)))
+	return hex.EncodeToString(sum[:8])
 }

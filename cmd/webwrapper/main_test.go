@@ -115,3 +115,16 @@ func TestEngineOptions(t *testing.T) {
 		t.Errorf("with SignonWithWindowsUser=True: KeepSession = false, want it kept")
 	}
 }
+
+func TestSessionKey(t *testing.T) {
+	a := sessionKey([]string{"provider=x", `signon=CLINIC\asa`}, "")
+	if a == "" || a != sessionKey([]string{`SIGNON=clinic\ASA`}, "osuser") {
+		t.Errorf("sessionKey differs for one user in another case: %q", a)
+	}
+	if b := sessionKey([]string{`signon=CLINIC\bo`}, ""); b == a || b == "" {
+		t.Errorf("sessionKey(bo) = %q, want a key of its own", b)
+	}
+	if sessionKey(nil, "osuser") == "" || sessionKey(nil, "") != "" {
+		t.Errorf("without signon: the operating-system user's key, or none without one")
+	}
+}

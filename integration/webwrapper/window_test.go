@@ -263,7 +263,7 @@ func TestMinimizeOnExit(t *testing.T) {
 }
 
 // TestSignOnRestart: the program's user signed in once; the next start with the same
-// signon is signed in without the password.
+// signon is signed in without the password, and a start with another signon asks.
 func TestSignOnRestart(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, nil)
@@ -284,6 +284,16 @@ func TestSignOnRestart(t *testing.T) {
 	}
 	var nobody []pipePerson
 	w.callJSON(t, "getlistofusers", map[string]any{"customid": "none"}, &nobody)
+	w.close(t)
+
+	// Another external user on the same computer is asked to sign in.
+	w = d.start(t, arguments, `signon=CLINIC\bo`)
+	p = w.attach(t)
+	p.waitFor(t, "a page at the start as another user", pageShown)
+	p.screenshot(t, "another-signon")
+	if !eval[bool](t, p, `!!document.getElementById("password")`) {
+		t.Errorf("a start with another signon is signed in as %q, want the sign-in page", p.text(t, "#account"))
+	}
 	w.close(t)
 }
 

@@ -109,10 +109,11 @@ func (c *Chrome) start(ctx context.Context, o Options) error {
 	go c.pump()
 	go c.watch()
 	if c.sessionOps != nil {
-		if err := restoreSession(sctx, o.ProfileDir); err != nil {
+		path := sessionPath(o.ProfileDir, o.SessionKey)
+		if err := restoreSession(sctx, path); err != nil {
 			return fmt.Errorf("restoring the kept session: %w", err)
 		}
-		go c.keepSession(o.ProfileDir, c.sessionOps)
+		go c.keepSession(path, c.sessionOps)
 	}
 	// A binding without an execution context is added to every document the target
 	// loads from now on, before the document's scripts run.

@@ -38,6 +38,9 @@ type Options struct {
 	// in, so that a window opened again on the profile comes back signed in
 	// (RememberLoggedInUser).
 	KeepSession bool
+	// SessionKey names the kept session (one per external user of the single sign-on);
+	// empty is the one session of a wrapper without an external user.
+	SessionKey string
 	// ExtraFlags are further command-line flags for the browser, written "--name" or
 	// "--name=value" (tests run headless with them).
 	ExtraFlags []string

@@ -20,12 +20,19 @@ import (
 // (show after MinimizeOnExit, the next start) come back signed in, which the wrapper's
 // single sign-on (RememberLoggedInUser) promises. The file is as private as the profile's
 // own cookie store (0600) and is removed at sign-out.
-const sessionFile = "session-cookies.json"
+const sessionFile = "session-cookies"
+
+// sessionPath is the kept session's file in dir for key.
+func sessionPath(dir, key string) string {
+	if key == "" {
+		return filepath.Join(dir, sessionFile+".json")
+	}
+	return filepath.Join(dir, sessionFile+"-"+key+".json")
+}
 
 // keepSession runs the page's sign-in events in order: signedIn saves the session
 // cookies, signedOut removes them.
-func (c *Chrome) keepSession(dir string, ops <-chan string) {
-	path := filepath.Join(dir, sessionFile)
+func (c *Chrome) keepSession(path string, ops <-chan string) {
 	for {
 		select {
 		case op := <-ops:
@@ -79,9 +86,9 @@ func (c *Chrome) saveSession(path string) error {
 	return os.Rename(tmp, path)
 }
 
-// restoreSession sets the session cookies kept in dir before the first page loads.
-func restoreSession(ctx context.Context, dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, sessionFile))
+// restoreSession sets the session cookies kept in path before the first page loads.
+func restoreSession(ctx context.Context, path string) error {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
