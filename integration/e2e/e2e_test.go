@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice"
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/harness/browser"
 	"github.com/partnergate/partnergate/linkspec"
 )
@@ -45,78 +45,18 @@ func TestMain(m *testing.M) { harness.Main(m) }
 type stack struct {
 	gateway *harness.Caddy
 	app     *appservice.Server
-	appLogs *syncBuffer
+	appLogs *harness.SyncBuffer
 	partner *httptest.Server
 	key     *harness.Key
 	pages   sync.Map // path → HTML
 	n       int
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{key: harness.NewKey(t, "ES256", "e2e-1"), appLogs: &syncBuffer{}}
-	dir := t.TempDir()
-	jwks := harness.WriteJWKS(t, dir, s.key)
-	secret := "e2e-upstream-secret-0123456789abcdef"
-	appPort := harness.FreePort(t)
-
-	s.gateway = harness.StartCaddy(t, harness.Config{
-		Caddyfile: `{
-	admin {{.Admin}}
-}
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				jwks_file {{.Vars.jwks}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}
-		}
-		reverse_proxy {{.Vars.app}}
-	}
-	reverse_proxy {{.Vars.app}} {
-		header_up -X-Partner-*
-	}
-}`,
-		Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
-		Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
-	})
-
-	var err error
-	s.app, err = appservice.Start(context.Background(), appservice.Config{
-		Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
-		Database:       filepath.Join(dir, "app.db"),
-		SecretFile:     filepath.Join(dir, "app.secret"),
-		PublicURL:      s.gateway.URL,
-		FrameAncestors: "'self' http://127.0.0.1:*",
-		UpstreamSecret: secret,
-		Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: password},
-		Logger:         slog.New(slog.NewJSONHandler(s.appLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("starting the app service: %v", err)
-	}
-	t.Cleanup(func() { s.app.Shutdown(context.Background()) })
-
+	st := appstack.Start(t, appstack.Config{Issuer: issuer, Audience: audience, KeyID: "e2e-1", Password: password,
+		FrameAncestors: "'self' http://127.0.0.1:*"})
+	s := &stack{gateway: st.Gateway, app: st.App, appLogs: st.AppLogs, key: st.Key}
 	s.partner = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := s.pages.Load(r.URL.Path)
 		if !ok {
@@ -127,12 +67,6 @@ http://127.0.0.1:{{.Port}} {
 		w.Write(page.([]byte))
 	}))
 	t.Cleanup(s.partner.Close)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("app service log:\n%s", s.appLogs.String())
-			t.Logf("gateway log:\n%s", s.gateway.Logs())
-		}
-	})
 	return s
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/harness/appstack"
 )
 
 // missing names the Debian packages of the programs the tests need that are not installed.
@@ -41,13 +42,13 @@ type desktop struct {
 	runtime string
 	tmp     string
 	exe     string
-	stack   *stack
+	stack   *appstack.Stack
 }
 
 // newDesktop starts the display and installs the wrapper with the application settings
 // (appSettings keys) over the defaults the tests use: the stack's sign-in page, Debug on,
 // no update check, a normal window, and closing the window ends the program.
-func newDesktop(t *testing.T, s *stack, settings map[string]string) *desktop {
+func newDesktop(t *testing.T, s *appstack.Stack, settings map[string]string) *desktop {
 	t.Helper()
 	if pkgs := missing(map[string]string{"Xvfb": "xvfb", "xauth": "xauth", "openbox": "openbox", "xprop": "x11-utils", "chromium": "chromium"}); len(pkgs) > 0 {
 		t.Fatalf("the wrapper's integration test needs a display and a browser: apt-get install -y %s (scripts/test-deps.sh does)", strings.Join(pkgs, " "))
@@ -71,7 +72,7 @@ func newDesktop(t *testing.T, s *stack, settings map[string]string) *desktop {
 	d.exe = filepath.Join(root, "app", "webwrapper")
 	copyFile(t, harness.Binary(t, "./cmd/webwrapper"), d.exe)
 	all := map[string]string{
-		"AppUrl":          s.gateway.URL + "/app/signin",
+		"AppUrl":          s.Gateway.URL + "/app/signin",
 		"Debug":           "True",
 		"CheckForUpdates": "False",
 		"Maximized":       "False",
@@ -114,7 +115,7 @@ func (d *desktop) startDisplay(t *testing.T) {
 	}
 	xvfb := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1600x1200x24", "-nolisten", "tcp")
 	xvfb.ExtraFiles = []*os.File{w}
-	var xlog syncBuffer
+	var xlog harness.SyncBuffer
 	xvfb.Stdout, xvfb.Stderr = &xlog, &xlog
 	if err := xvfb.Start(); err != nil {
 		t.Fatalf("starting Xvfb: %v", err)
@@ -139,7 +140,7 @@ func (d *desktop) startDisplay(t *testing.T) {
 
 	wm := exec.Command("openbox", "--sm-disable")
 	wm.Env = d.env()
-	var wmlog syncBuffer
+	var wmlog harness.SyncBuffer
 	wm.Stdout, wm.Stderr = &wmlog, &wmlog
 	if err := wm.Start(); err != nil {
 		t.Fatalf("starting openbox: %v", err)

@@ -34,7 +34,7 @@ var shots = map[string]int{}
 // target on the stack's origin. Leaving it detaches and keeps the window open.
 func (w *wrapper) attach(t *testing.T) *page {
 	t.Helper()
-	origin := w.d.stack.gateway.URL + "/"
+	origin := w.d.stack.Gateway.URL + "/"
 	var id string
 	poll(t, 60*time.Second, "the wrapper's window on "+origin, func() (bool, string) {
 		select {

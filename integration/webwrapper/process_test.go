@@ -22,7 +22,7 @@ import (
 type wrapper struct {
 	d      *desktop
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *harness.SyncBuffer
 	exited chan struct{}
 	err    error // the process's exit, once exited is closed
 }
@@ -38,7 +38,7 @@ func (d *desktop) command(args ...string) *exec.Cmd {
 // start starts the first wrapper of the session and waits for its pipe.
 func (d *desktop) start(t *testing.T, args ...string) *wrapper {
 	t.Helper()
-	w := &wrapper{d: d, cmd: d.command(args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	w := &wrapper{d: d, cmd: d.command(args...), out: &harness.SyncBuffer{}, exited: make(chan struct{})}
 	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 	if err := w.cmd.Start(); err != nil {
 		t.Fatalf("starting the wrapper: %v", err)
@@ -143,7 +143,7 @@ func (w *wrapper) waitExit(t *testing.T, limit time.Duration) int {
 func (d *desktop) second(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	cmd := d.command(args...)
-	out := &syncBuffer{}
+	out := &harness.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting a second wrapper: %v", err)

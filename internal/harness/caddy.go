@@ -102,7 +102,7 @@ type Caddy struct {
 	Caddyfile string
 
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *SyncBuffer
 	done chan struct{}
 }
 
@@ -143,7 +143,7 @@ func StartCaddy(t testing.TB, cfg Config) *Caddy {
 		Admin:     admin,
 		Dir:       cfg.Dir,
 		Caddyfile: file,
-		logs:      &syncBuffer{},
+		logs:      &SyncBuffer{},
 		done:      make(chan struct{}),
 	}
 	c.cmd = exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
@@ -319,18 +319,19 @@ func Send(req *http.Request) (*Response, error) {
 	return &Response{Response: resp, Body: b.Bytes()}, nil
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that a process's output and a test may use at once.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

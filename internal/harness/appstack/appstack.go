@@ -1,0 +1,89 @@
+// Package appstack starts what a customer runs: the gateway (the -race caddy of
+// internal/harness) with one partner "demo" in front of the real app service, for the
+// browser and desktop wrapper tests. It is apart from internal/harness so that the
+// handler's unit tests, which use the harness, do not build the app service.
+package appstack
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/partnergate/partnergate/appservice"
+	"github.com/partnergate/partnergate/internal/harness"
+)
+
+// Config is the partner and the service account of a stack.
+type Config struct {
+	Issuer, Audience string
+	KeyID            string // the partner's ES256 key id
+	Password         string // the first instructor's ("instructor", Coach Carter)
+	FrameAncestors   string // the app service's; empty: its default
+}
+
+// Stack is a running gateway in front of an app service.
+type Stack struct {
+	Gateway *harness.Caddy
+	App     *appservice.Server
+	Key     *harness.Key // the partner's signing key
+	AppLogs *harness.SyncBuffer
+}
+
+// Start starts the stack for t; it stops with t, and logs both sides' output when t fails.
+func Start(t *testing.T, c Config) *Stack {
+	t.Helper()
+	s := &Stack{Key: harness.NewKey(t, "ES256", c.KeyID), AppLogs: &harness.SyncBuffer{}}
+	dir := t.TempDir()
+	jwks := harness.WriteJWKS(t, dir, s.Key)
+	secret := "stack-upstream-secret-0123456789abcdef"
+	appPort := harness.FreePort(t)
+
+	s.Gateway = harness.StartCaddy(t, harness.Config{
+		Caddyfile: `{
+	admin {{.Admin}}
+}
+http://127.0.0.1:{{.Port}} {
+	route /partner/* {
+		jwt_partner {
+			partner demo {
+				jwks_file {{.Vars.jwks}}
+				issuer ` + c.Issuer + `
+				audience ` + c.Audience + `
+			}
+			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}
+		}
+		reverse_proxy {{.Vars.app}}
+	}
+	reverse_proxy {{.Vars.app}} {
+		header_up -X-Partner-*
+	}
+}`,
+		Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
+		Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
+	})
+
+	var err error
+	s.App, err = appservice.Start(context.Background(), appservice.Config{
+		Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
+		Database:       filepath.Join(dir, "app.db"),
+		SecretFile:     filepath.Join(dir, "app.secret"),
+		PublicURL:      s.Gateway.URL,
+		FrameAncestors: c.FrameAncestors,
+		UpstreamSecret: secret,
+		Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: c.Password},
+		Logger:         slog.New(slog.NewJSONHandler(s.AppLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatalf("starting the app service: %v", err)
+	}
+	t.Cleanup(func() { s.App.Shutdown(context.Background()) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("app service log:\n%s", s.AppLogs.String())
+			t.Logf("gateway log:\n%s", s.Gateway.Logs())
+		}
+	})
+	return s
+}
