@@ -121,7 +121,7 @@ func (d *desktop) startDisplay(t *testing.T) {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	w.Close()
-	t.Cleanup(func() { _ = xvfb.Process.Kill(); _ = xvfb.Wait() })
+	t.Cleanup(func() { harness.StopXServer(xvfb) })
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // display makes sure a display is there for a visible window: DISPLAY as given, else a
@@ -34,7 +35,7 @@ func display(t *testing.T) {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	_ = w.Close()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { harness.StopXServer(cmd) })
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
