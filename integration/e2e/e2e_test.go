@@ -151,20 +151,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Logf("screenshot %s: %v", name, err)
 		return
 	}
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	dir := filepath.Join(root, "integration", "artifacts", "e2e")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	file := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png")
-	if err := os.WriteFile(file, buf, 0o644); err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-	}
+	harness.SaveArtifact(t, "e2e", strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png", buf)
 }
 
 func mainPayload(employee, contactID, first, last, birthdate string) map[string]any {

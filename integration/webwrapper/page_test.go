@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,20 +122,7 @@ func (p *page) screenshot(t *testing.T, name string) {
 		t.Logf("screenshot %s: %v", name, err)
 		return
 	}
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	dir := filepath.Join(root, "integration", "artifacts", "webwrapper")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	file := filepath.Join(dir, fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(t.Name(), "/", "_"), shots[t.Name()], strings.ReplaceAll(name, " ", "-")))
-	if err := os.WriteFile(file, buf, 0o644); err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-	}
+	harness.SaveArtifact(t, "webwrapper", fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(t.Name(), "/", "_"), shots[t.Name()], strings.ReplaceAll(name, " ", "-")), buf)
 }
 
 func jsString(s string) string {
