@@ -151,7 +151,8 @@ func linkEnv(gateway, name, keys, alg string) []string {
 // TestExamplesEndToEnd runs each language's example against the real gateway: keys from
 // the guide's openssl commands, the key set from the example's publisher, a main and a Go
 // link through /url, the form page's token through /payload, and a refusal of each kind the
-// example handles, reported with the code and what the program does about it.
+// example handles, reported with the code and what the program does about it, and a
+// gateway that does not answer.
 func TestExamplesEndToEnd(t *testing.T) {
 	keys := opensslKeys(t)
 	var partners []string
@@ -229,6 +230,8 @@ func TestExamplesEndToEnd(t *testing.T) {
 				[]string{"payload_invalid (400", "show the user a message", "message for the user:", "contact.email"}},
 			{"key URL down", append(linkEnv(c.URL, "down", keys, "ES256"), "MAX_WAIT_SECONDS=0"), []string{"url", "go"},
 				[]string{"keys_unavailable (503", "wait Retry-After and retry with a fresh token", "message for the user: The service is busy"}},
+			{"gateway not listening", linkEnv("http://127.0.0.1:"+strconv.Itoa(harness.FreePort(t)), name, keys, "ES256"), []string{"url", "go"},
+				[]string{"link failed: ", "message for the user: The service cannot be opened"}},
 		} {
 			t.Run(lang+"/refused/"+tc.name, func(t *testing.T) {
 				r := exampleRun(t, lang, "link", tc.env, tc.args...)

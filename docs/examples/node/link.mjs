@@ -30,8 +30,13 @@ try {
     console.log(await openLink(s, env.GATEWAY, env.PARTNER, fields, { maxWaitSeconds }));
   }
 } catch (err) {
-  if (!(err instanceof LinkRefused)) throw err;
-  console.error(err.message); // code, status, request id, action: never the token
-  console.error(`message for the user: ${err.userMessage()}`);
+  if (err instanceof LinkRefused) {
+    console.error(err.message); // code, status, request id, action: never the token
+    console.error(`message for the user: ${err.userMessage()}`);
+  } else {
+    // The gateway did not answer (network, TLS, timeout) or answered no URL: alert the team.
+    console.error(`link failed: ${err.cause?.message ?? err.message}`);
+    console.error("message for the user: The service cannot be opened right now. Try again later.");
+  }
   process.exit(1);
 }

@@ -41,3 +41,8 @@ except LinkRefused as err:
     print(err, file=sys.stderr)  # code, status, request id, action: never the token
     print(f"message for the user: {err.user_message()}", file=sys.stderr)
     sys.exit(1)
+except (OSError, ValueError) as err:
+    # The gateway did not answer (network, TLS, timeout) or answered no URL: alert the team.
+    print(f"link failed: {err}", file=sys.stderr)
+    print("message for the user: The service cannot be opened right now. Try again later.", file=sys.stderr)
+    sys.exit(1)
