@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/problem"
 )
@@ -51,12 +52,18 @@ func guideSnippets(t *testing.T) map[string]string {
 	return out
 }
 
-// snippetFiles are the guide's snippets that the tests run as programs; goSnippets are Go
-// functions of this package's tests ("FILE#FUNC", relative to docs/), compiled and run by
-// their examples.
+// snippetFiles are the guide's files, the complete examples that the tests run as programs;
+// goSnippets are Go functions of this package's tests ("FILE#FUNC", relative to docs/),
+// compiled and run by their examples.
 var (
-	snippetFiles = []string{"snippets/node/mint.mjs", "snippets/python/mint.py"}
-	goSnippets   = []string{"../partnerkit/example_test.go#openLink"}
+	snippetFiles = []string{
+		"examples/keys.sh",
+		"examples/node/jwks.mjs", "examples/node/mint.mjs", "examples/node/gateway.mjs", "examples/node/link.mjs",
+		"examples/python/jwks.py", "examples/python/mint.py", "examples/python/gateway.py", "examples/python/link.py",
+	}
+	goSnippets = []string{"../partnerkit/example_test.go#openLink"}
+	// linkPrograms are the examples' command-line programs that mint tokens.
+	linkPrograms = []string{"examples/node/link.mjs", "examples/python/link.py"}
 )
 
 func TestGuideSnippetsAreTheFiles(t *testing.T) {
@@ -123,11 +130,11 @@ func TestGuideListsEveryCode(t *testing.T) {
 	}
 }
 
-// snippetCommand returns the command that runs a snippet: Node from its folder (where
-// scripts/test-deps.sh installed jose from the lock file) through scripts/node-snippet.sh,
-// which gives Node 18 the Web Crypto global jose needs; Debian's Python (with its
-// python3-jwt), never another python3 on PATH.
-func snippetCommand(t *testing.T, path string) *exec.Cmd {
+// snippetCommand returns the command that runs an example program with args: Node from its
+// folder (where scripts/test-deps.sh installed jose from the lock file) through
+// scripts/node-snippet.sh, which gives Node 18 the Web Crypto global jose needs; Debian's
+// Python (with its python3-jwt), never another python3 on PATH.
+func snippetCommand(t *testing.T, path string, args ...string) *exec.Cmd {
 	t.Helper()
 	abs, err := filepath.Abs(filepath.Join("../docs", path))
 	if err != nil {
@@ -138,21 +145,24 @@ func snippetCommand(t *testing.T, path string) *exec.Cmd {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(abs), "node_modules", "jose")); err != nil {
 			t.Fatalf("jose is not installed in %s: run scripts/test-deps.sh", filepath.Dir(abs))
 		}
-		cmd := exec.Command(filepath.Join(filepath.Dir(abs), "../../../scripts/node-snippet.sh"), abs)
+		cmd := exec.Command(filepath.Join(filepath.Dir(abs), "../../../scripts/node-snippet.sh"), append([]string{abs}, args...)...)
 		cmd.Dir = filepath.Dir(abs)
 		return cmd
 	case ".py":
-		return exec.Command("/usr/bin/python3", abs)
+		cmd := exec.Command("/usr/bin/python3", append([]string{abs}, args...)...)
+		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in docs/
+		return cmd
 	}
 	t.Fatalf("no runner for %s", path)
 	return nil
 }
 
-// RunSnippet runs a guide snippet with the key in keyFile and returns the token it prints.
-func runSnippet(t *testing.T, path, keyFile, kid, alg, iss, aud string) string {
+// runSnippet runs an example's `link token KIND` with the key in keyFile and returns the
+// token it prints.
+func runSnippet(t *testing.T, path, kind, keyFile, kid, alg, iss, aud string) string {
 	t.Helper()
-	cmd := snippetCommand(t, path)
-	cmd.Env = append(os.Environ(), "KEY_FILE="+keyFile, "KID="+kid, "ALG="+alg, "ISS="+iss, "AUD="+aud)
+	cmd := snippetCommand(t, path, "token", kind)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), "KEY_FILE="+keyFile, "KID="+kid, "ALG="+alg, "ISS="+iss, "AUD="+aud)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -162,41 +172,43 @@ func runSnippet(t *testing.T, path, keyFile, kid, alg, iss, aud string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestGuideSnippetsMintAcceptedTokens runs each snippet with a key of each algorithm and
-// verifies its token with the gateway's verifier.
+// TestGuideSnippetsMintAcceptedTokens runs each example's minting with a key of each
+// algorithm, for both kinds, and verifies its token with the gateway's verifier.
 func TestGuideSnippetsMintAcceptedTokens(t *testing.T) {
-	for _, path := range snippetFiles {
+	for _, path := range linkPrograms {
 		for _, alg := range Algorithms {
-			t.Run(path+"/"+alg, func(t *testing.T) {
-				s := testSigner(t, alg)
-				keyFile := filepath.Join(t.TempDir(), "private.pem")
-				if err := WritePrivateKey(keyFile, s.key, false); err != nil {
-					t.Fatal(err)
-				}
-				tok := runSnippet(t, path, keyFile, s.KeyID(), alg, testIss, testAud)
-				doc, err := MarshalJWKS(s.PublicKey())
-				if err != nil {
-					t.Fatal(err)
-				}
-				set, err := linktoken.ParseKeySet(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: testIss, Audience: testAud})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := v.Verify(context.Background(), []byte(tok), set)
-				if err != nil {
-					t.Fatalf("the gateway's verifier refuses the %s token: %v", path, err)
-				}
-				if got.Alg != alg || got.Payload.Contact == nil || got.Payload.Contact.Firstname != "Åsa" {
-					t.Errorf("verified %s token: alg %s contact %+v, want %s and Åsa", path, got.Alg, got.Payload.Contact, alg)
-				}
-				if life := got.Expiry.Sub(got.NotBefore); life != 2*time.Minute {
-					t.Errorf("%s token lifetime %v, want 2m", path, life)
-				}
-			})
+			for _, kind := range []linkspec.Kind{linkspec.KindMain, linkspec.KindGo} {
+				t.Run(path+"/"+alg+"/"+string(kind), func(t *testing.T) {
+					s := testSigner(t, alg)
+					keyFile := filepath.Join(t.TempDir(), "private.pem")
+					if err := WritePrivateKey(keyFile, s.key, false); err != nil {
+						t.Fatal(err)
+					}
+					tok := runSnippet(t, path, string(kind), keyFile, s.KeyID(), alg, testIss, testAud)
+					doc, err := MarshalJWKS(s.PublicKey())
+					if err != nil {
+						t.Fatal(err)
+					}
+					set, err := linktoken.ParseKeySet(doc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: testIss, Audience: testAud})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := v.Verify(context.Background(), []byte(tok), set)
+					if err != nil {
+						t.Fatalf("the gateway's verifier refuses the %s token: %v", path, err)
+					}
+					if got.Alg != alg || got.Kind != kind || got.Payload.Contact == nil || got.Payload.Contact.Firstname != "Åsa" {
+						t.Errorf("verified %s token: alg %s kind %s contact %+v, want %s, %s and Åsa", path, got.Alg, got.Kind, got.Payload.Contact, alg, kind)
+					}
+					if life := got.Expiry.Sub(got.NotBefore); life != time.Minute {
+						t.Errorf("%s token lifetime %v, want 1m", path, life)
+					}
+				})
+			}
 		}
 	}
 }

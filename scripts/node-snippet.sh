@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a Node.js snippet of the partner guide (docs/snippets/node) with the node on PATH.
+# Runs a Node.js example of the partner guide (docs/examples/node) with the node on PATH.
 # jose 6 uses the Web Crypto global (globalThis.crypto): built in from Node 19, behind
 # --experimental-global-webcrypto on Node 18 (Debian bookworm's nodejs); older Node has no
 # usable Web Crypto at all.

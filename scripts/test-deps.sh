@@ -9,9 +9,11 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-# The partner guide's Python snippet runs on Debian's python3 with PyJWT and cryptography.
+# The partner guide's Python example runs on Debian's python3 with PyJWT and cryptography.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || need_apt+=(python3 python3-jwt python3-cryptography)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+# The partner guide's keys without Go: its OpenSSL commands (docs/examples/keys.sh) run in the tests.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # wrk drives the load benchmark (scripts/loadbench.sh); bench/wrk's tests run its script.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
@@ -52,8 +54,8 @@ if [ "$node_major" -lt 18 ]; then
 	exit 1
 fi
 
-# Node's jose for the partner guide's snippets, pinned by the lock file.
-if [ -f docs/snippets/node/package.json ] && [ ! -d docs/snippets/node/node_modules/jose ]; then
-	(cd docs/snippets/node && npm ci --no-audit --no-fund --silent)
+# Node's jose for the partner guide's examples, pinned by the lock file.
+if [ -f docs/examples/node/package.json ] && [ ! -d docs/examples/node/node_modules/jose ]; then
+	(cd docs/examples/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(openssl version | awk '{print "OpenSSL " $2}'), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop"

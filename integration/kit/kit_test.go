@@ -1,7 +1,8 @@
 // Package kit tests the partner kit against the real gateway: keys from `partnerlink
-// keygen`, tokens from `partnerlink mint` and `send` and from the guide's Node.js and Python
-// snippets, a key rotation with `partnerlink jwks add/remove` served from a jwks_url, and
-// `partnerlink check` giving the gateway's verdict on every kind of broken token.
+// keygen`, tokens from `partnerlink mint` and `send`, the guide's Node.js and Python
+// examples end to end (keys from its OpenSSL commands), a key rotation with `partnerlink
+// jwks add/remove` served from a jwks_url, and `partnerlink check` giving the gateway's
+// verdict on every kind of broken token.
 package kit
 
 import (

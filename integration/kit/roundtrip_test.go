@@ -3,13 +3,10 @@ package kit
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/partnergate/partnergate/internal/harness"
 )
 
 var algs = []string{"RS256", "PS256", "ES256"}
@@ -97,55 +94,4 @@ func formOf(t *testing.T, html string) (action, token string) {
 		t.Fatalf("page has no form with a payload field:\n%s", html)
 	}
 	return a[1], tok[1]
-}
-
-// TestGuideSnippetsAcceptedByGateway runs docs/snippets with keys from keygen and posts
-// their tokens to the real gateway.
-func TestGuideSnippetsAcceptedByGateway(t *testing.T) {
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirs := map[string]string{}
-	var partners []string
-	for _, alg := range algs {
-		dirs[alg] = keygen(t, alg, "s-"+strings.ToLower(alg))
-		partners = append(partners, ownPartner(strings.ToLower(alg), "jwks_file "+filepath.Join(dirs[alg], "jwks.json")))
-	}
-	c, _ := startGateway(t, partners...)
-	node := filepath.Join(root, "docs/snippets/node")
-	if _, err := os.Stat(filepath.Join(node, "node_modules/jose")); err != nil {
-		t.Fatalf("jose is not installed in %s: run scripts/test-deps.sh", node)
-	}
-	snippets := map[string]func() *exec.Cmd{
-		"node": func() *exec.Cmd {
-			// node-snippet.sh gives Node 18 the Web Crypto global jose needs.
-			cmd := exec.Command(filepath.Join(root, "scripts/node-snippet.sh"), filepath.Join(node, "mint.mjs"))
-			cmd.Dir = node
-			return cmd
-		},
-		// Debian's Python with python3-jwt, not whatever python3 is first on PATH.
-		"python": func() *exec.Cmd {
-			return exec.Command("/usr/bin/python3", filepath.Join(root, "docs/snippets/python/mint.py"))
-		},
-	}
-	for lang, command := range snippets {
-		for _, alg := range algs {
-			t.Run(lang+"/"+alg, func(t *testing.T) {
-				cmd := command()
-				cmd.Env = append(os.Environ(), "KEY_FILE="+filepath.Join(dirs[alg], "private.pem"), "KID=s-"+strings.ToLower(alg),
-					"ALG="+alg, "ISS="+issuer, "AUD="+audienceOf(strings.ToLower(alg)))
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				out, err := cmd.Output()
-				if err != nil {
-					t.Fatalf("%s snippet: %v\n%s", lang, err, stderr.String())
-				}
-				resp := c.PostURL(t, strings.ToLower(alg), strings.TrimSpace(string(out)))
-				if resp.StatusCode != http.StatusOK {
-					t.Errorf("gateway answered the %s snippet's %s token %d %s, want 200", lang, alg, resp.StatusCode, resp.Body)
-				}
-			})
-		}
-	}
 }
