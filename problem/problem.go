@@ -36,6 +36,7 @@ const (
 	CodeNonceStoreUnavailable Code = "nonce_store_unavailable"  // the nonce store failed
 	CodeNonceStoreFull        Code = "nonce_store_full"         // the nonce store has no room; retry shortly
 	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
+	CodeDryRunRateLimited     Code = "dry_run_rate_limited"     // over a partner's dry run rate (POST /partner/{name}/check)
 )
 
 // The verifier's codes (linktoken), one per token rule, cheapest check first.
@@ -116,6 +117,9 @@ var kinds = map[Code]kind{
 	CodeNonceStoreUnavailable: {"Replay protection unavailable", http.StatusServiceUnavailable},
 	CodeNonceStoreFull:        {"Replay protection at capacity", http.StatusServiceUnavailable},
 	CodeInternal:              {"Internal error", http.StatusInternalServerError},
+	// A test environment's dry run asked too often; Retry-After says when the partner's
+	// bucket has room again.
+	CodeDryRunRateLimited: {"Too many dry runs", http.StatusTooManyRequests},
 
 	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
 	CodeHeaderInvalid:       {"Token header invalid", http.StatusBadRequest},
