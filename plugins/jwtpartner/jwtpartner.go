@@ -59,12 +59,14 @@ const (
 // fresh goes to the next handler as a POST to the same path with an empty body and no
 // Content-Type: the token itself is never forwarded. Every incoming header whose name starts
 // with HeaderPrefix is deleted first; then the headers of the upstream contract in linkspec
-// are set (see headers.go). A rejected request never reaches the next handler.
+// are set (see headers.go). A rejected request never reaches the next handler. For a
+// partner with DryRun it also answers POST /partner/{name}/check itself (dryrun.go), never
+// calling the next handler.
 //
 // Placeholders set on success (values raw, not percent-encoded):
 //
 //	{http.jwt_partner.partner}     the partner's name from the path
-//	{http.jwt_partner.endpoint}    url or payload
+//	{http.jwt_partner.endpoint}    url or payload (check for a dry run's rejection)
 //	{http.jwt_partner.kind}        main or go
 //	{http.jwt_partner.issuer}      the verified iss claim
 //	{http.jwt_partner.kid}         the kid of the verifying key
