@@ -94,8 +94,9 @@ type kind struct {
 // that does not authenticate (signature, key, algorithm, issuer, audience, time window);
 // 403 for an authentic token of a kind the partner may not send; 409 for a replay (the
 // token was good once; a new one is needed, and retrying this one never helps) and for a
-// token the replay store cannot vouch for; 503 with Retry-After for a dependency of the
-// gateway that failed, so the token itself may succeed later.
+// token the replay store cannot vouch for; 429 with Retry-After for a dry run over its
+// partner's rate; 503 with Retry-After for a dependency of the gateway that failed, so the
+// token itself may succeed later.
 var kinds = map[Code]kind{
 	CodeNotFound:             {"Not found", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
@@ -117,8 +118,7 @@ var kinds = map[Code]kind{
 	CodeNonceStoreUnavailable: {"Replay protection unavailable", http.StatusServiceUnavailable},
 	CodeNonceStoreFull:        {"Replay protection at capacity", http.StatusServiceUnavailable},
 	CodeInternal:              {"Internal error", http.StatusInternalServerError},
-	// A test environment's dry run asked too often; Retry-After says when the partner's
-	// bucket has room again.
+	// Retry-After says when the partner's bucket has room again.
 	CodeDryRunRateLimited: {"Too many dry runs", http.StatusTooManyRequests},
 
 	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
