@@ -2,7 +2,9 @@ package partnerkit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,28 +13,34 @@ import (
 	"github.com/partnergate/partnergate/problem"
 )
 
-// Outcome of one rule in a Report.
+// Outcome of one rule in a Report. The values are those of the report's JSON "result".
 type Outcome string
 
 const (
 	Passed     Outcome = "passed"
 	Failed     Outcome = "failed"
-	NotChecked Outcome = "not checked" // an earlier failure left nothing to check
-	Offline    Outcome = "offline"     // needs the gateway's state (the nonce store)
+	NotReached Outcome = "not_reached" // an earlier failure left the rule nothing to read
+	// Unchecked is the nonce rule's: it needs the gateway's nonce store, which neither
+	// Check nor the gateway's dry run reads.
+	Unchecked Outcome = "not_checked"
 )
 
-// Step is one rule of the gateway's verification, in the gateway's order.
+// Step is one rule of the gateway's verification, in the gateway's order. Its JSON is one
+// element of the report's "rules".
 type Step struct {
-	Rule    string       // what the gateway requires, in a sentence
-	RuleID  string       // the docs/interface.md rule it enforces, "" for the gateway's own
-	Code    problem.Code // the code the gateway answers when this rule fails
-	Outcome Outcome
-	Detail  string                // why it failed, or what was found
-	Fields  []linkspec.FieldError // the failing payload fields, or the dropped ones
+	RuleID  string                `json:"id"`   // the docs/interface.md rule it enforces, "" for the gateway's own
+	Rule    string                `json:"text"` // what the gateway requires, in a sentence
+	Outcome Outcome               `json:"result"`
+	Code    problem.Code          `json:"code"`             // the code the gateway answers when this rule fails
+	Detail  string                `json:"detail,omitempty"` // why it failed, or what was found; never a payload value
+	Fields  []linkspec.FieldError `json:"fields,omitempty"` // the failing payload fields, or the dropped ones
 }
 
 // Report explains a token rule by rule. The steps are linktoken's trace of the gateway's
 // own verification, and the verdict (Accepted, Code, Detail) is that verification's.
+//
+// Its JSON (MarshalJSON) is what `partnerlink check --json` prints and what the gateway's
+// dry run (POST /partner/{name}/check) answers, so that the two cannot drift.
 type Report struct {
 	Steps    []Step
 	Accepted bool
@@ -47,6 +55,66 @@ type Report struct {
 	// KeySetError is set when the gateway would refuse the key set itself; no token can
 	// then be accepted (keys_unavailable at the gateway).
 	KeySetError string
+	// RequestID is the gateway's request id, set by a dry run only, so that the service
+	// can find the run's log line.
+	RequestID string
+}
+
+// Verdicts of a report's JSON.
+const (
+	VerdictAccepted = "accepted"
+	VerdictRejected = "rejected"
+)
+
+// reportJSON is the wire shape of a Report. Status is derived from Code: the HTTP status
+// the link endpoint answers with it.
+type reportJSON struct {
+	Verdict     string                `json:"verdict"`
+	Code        problem.Code          `json:"code,omitempty"`
+	Status      int                   `json:"status,omitempty"`
+	Detail      string                `json:"detail,omitempty"`
+	Fields      []linkspec.FieldError `json:"fields,omitempty"`
+	Kind        linkspec.Kind         `json:"kind,omitempty"`
+	Dropped     []linkspec.FieldError `json:"dropped,omitempty"`
+	KeySetError string                `json:"key_set_error,omitempty"`
+	Rules       []Step                `json:"rules"`
+	RequestID   string                `json:"request_id,omitempty"`
+}
+
+// MarshalJSON encodes the report in its one JSON shape: verdict, the code and status the
+// link endpoint would answer (rejected only), detail, fields, kind and dropped (accepted
+// only), key_set_error, the rules in the gateway's order, and request_id (a dry run only).
+func (r *Report) MarshalJSON() ([]byte, error) {
+	w := reportJSON{
+		Verdict: VerdictRejected, Code: r.Code, Detail: r.Detail, Fields: r.Fields,
+		Kind: r.Kind, Dropped: r.Dropped, KeySetError: r.KeySetError, Rules: r.Steps, RequestID: r.RequestID,
+	}
+	if r.Accepted {
+		w.Verdict = VerdictAccepted
+	}
+	if r.Code != "" {
+		w.Status = problem.Status(r.Code)
+	}
+	if w.Rules == nil {
+		w.Rules = []Step{}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, for a client of the dry run.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var w reportJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if w.Verdict != VerdictAccepted && w.Verdict != VerdictRejected {
+		return fmt.Errorf("decoding a check report: verdict %q is neither %s nor %s", w.Verdict, VerdictAccepted, VerdictRejected)
+	}
+	*r = Report{
+		Steps: w.Rules, Accepted: w.Verdict == VerdictAccepted, Code: w.Code, Detail: w.Detail,
+		Fields: w.Fields, Kind: w.Kind, Dropped: w.Dropped, KeySetError: w.KeySetError, RequestID: w.RequestID,
+	}
+	return nil
 }
 
 // CodeKeySetRefused is the code Check reports when the key set fails the gateway's load
@@ -63,41 +131,60 @@ const CodeKeySetRefused = problem.CodeKeysUnavailable
 // is refused with keys_unavailable.
 func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules, now time.Time) *Report {
 	token = strings.TrimSpace(token)
-	r := &Report{}
 	v, err := linktoken.NewVerifier(rules, linktoken.WithClock(func() time.Time { return now }))
 	if err != nil {
-		r.Detail = "the rules are not valid: " + err.Error()
-		return r
+		return &Report{Detail: "the rules are not valid: " + err.Error()}
 	}
+	var keySetError string
 	set, err := linktoken.ParseKeySet(jwks)
 	if err != nil {
-		r.KeySetError = err.Error()
+		keySetError = err.Error()
 		set = nil // a nil set answers keys_unavailable, as an unloaded set at the gateway
 	}
 	tr := v.Trace(ctx, []byte(token), set)
-	for _, s := range tr.Steps {
-		step := Step{Rule: s.Rule, RuleID: s.ID, Code: s.Code, Outcome: outcomes[s.Outcome], Detail: s.Detail, Fields: s.Fields}
-		if s.Outcome == linktoken.Failed && s.Code == CodeKeySetRefused && r.KeySetError != "" {
-			step.Detail = "the gateway refuses the key set: " + r.KeySetError
+	rep := TraceReport(tr, "only the gateway's nonce store knows: each token is accepted once")
+	rep.KeySetError = keySetError
+	if rep.KeySetError != "" {
+		for i := range rep.Steps {
+			if s := &rep.Steps[i]; s.Outcome == Failed && s.Code == CodeKeySetRefused {
+				s.Detail = "the gateway refuses the key set: " + rep.KeySetError
+			}
 		}
-		r.Steps = append(r.Steps, step)
+		if rep.Code == CodeKeySetRefused {
+			rep.Detail = "the gateway refuses this key set: " + rep.KeySetError
+		}
+	}
+	return rep
+}
+
+// The nonce rule, which a trace cannot check: it is the gateway's nonce store's.
+const (
+	nonceRule   = "the nonce has not been used before"
+	nonceRuleID = "LIM-2"
+)
+
+// TraceReport turns a trace of the gateway's verification (linktoken.Verifier.Trace) into
+// a Report, ending with the nonce rule, Unchecked, with nonceDetail saying why. Check and
+// the gateway's dry run both build their reports here.
+func TraceReport(tr *linktoken.Trace, nonceDetail string) *Report {
+	r := &Report{Steps: make([]Step, 0, len(tr.Steps)+1)}
+	for _, s := range tr.Steps {
+		r.Steps = append(r.Steps, Step{RuleID: s.ID, Rule: s.Rule, Outcome: outcomes[s.Outcome], Code: s.Code, Detail: s.Detail, Fields: s.Fields})
 	}
 	r.Steps = append(r.Steps, Step{
-		Rule:    "the nonce has not been used before",
-		RuleID:  "LIM-2",
-		Code:    "token_replayed",
-		Outcome: Offline,
-		Detail:  "only the gateway's nonce store knows: each token is accepted once",
+		RuleID:  nonceRuleID,
+		Rule:    nonceRule,
+		Outcome: Unchecked,
+		Code:    problem.CodeTokenReplayed,
+		Detail:  nonceDetail,
 	})
 	if tr.Err != nil {
 		var le *linktoken.Error
 		if errors.As(tr.Err, &le) {
 			r.Code, r.Detail, r.Fields = le.Code, le.Detail, le.Fields
 		} else {
-			r.Detail = tr.Err.Error()
-		}
-		if r.Code == CodeKeySetRefused && r.KeySetError != "" {
-			r.Detail = "the gateway refuses this key set: " + r.KeySetError
+			// A verifier error without a code is a bug; the gateway answers it so.
+			r.Code, r.Detail = problem.CodeInternal, "the token could not be checked"
 		}
 		return r
 	}
@@ -110,5 +197,5 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 var outcomes = map[linktoken.Outcome]Outcome{
 	linktoken.Passed:     Passed,
 	linktoken.Failed:     Failed,
-	linktoken.NotReached: NotChecked,
+	linktoken.NotReached: NotReached,
 }

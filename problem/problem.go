@@ -36,6 +36,7 @@ const (
 	CodeNonceStoreUnavailable Code = "nonce_store_unavailable"  // the nonce store failed
 	CodeNonceStoreFull        Code = "nonce_store_full"         // the nonce store has no room; retry shortly
 	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
+	CodeDryRunRateLimited     Code = "dry_run_rate_limited"     // over a partner's dry run rate (POST /partner/{name}/check)
 )
 
 // The verifier's codes (linktoken), one per token rule, cheapest check first.
@@ -93,8 +94,9 @@ type kind struct {
 // that does not authenticate (signature, key, algorithm, issuer, audience, time window);
 // 403 for an authentic token of a kind the partner may not send; 409 for a replay (the
 // token was good once; a new one is needed, and retrying this one never helps) and for a
-// token the replay store cannot vouch for; 503 with Retry-After for a dependency of the
-// gateway that failed, so the token itself may succeed later.
+// token the replay store cannot vouch for; 429 with Retry-After for a dry run over its
+// partner's rate; 503 with Retry-After for a dependency of the gateway that failed, so the
+// token itself may succeed later.
 var kinds = map[Code]kind{
 	CodeNotFound:             {"Not found", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
@@ -116,6 +118,8 @@ var kinds = map[Code]kind{
 	CodeNonceStoreUnavailable: {"Replay protection unavailable", http.StatusServiceUnavailable},
 	CodeNonceStoreFull:        {"Replay protection at capacity", http.StatusServiceUnavailable},
 	CodeInternal:              {"Internal error", http.StatusInternalServerError},
+	// Retry-After says when the partner's bucket has room again.
+	CodeDryRunRateLimited: {"Too many dry runs", http.StatusTooManyRequests},
 
 	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
 	CodeHeaderInvalid:       {"Token header invalid", http.StatusBadRequest},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,7 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 	kinds := fs.String("kind", "", "the link kinds the gateway allows for the partner: main, go or main,go (default: both)")
 	leeway := fs.Duration("leeway", linktoken.DefaultLeeway, "the gateway's clock leeway (0s: none, as leeway 0 in the Caddyfile)")
 	maxLifetime := fs.Duration("max-lifetime", linktoken.DefaultMaxLifetime, "the gateway's max_lifetime for the partner")
+	asJSON := fs.Bool("json", false, "print the report as JSON, the shape the gateway's dry run (POST /partner/NAME/check) answers")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -70,7 +72,16 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	r := partnerkit.Check(ctx, token, jwks, rules, e.now())
-	printReport(e, r)
+	if *asJSON {
+		// partnerkit.Report's own encoding, the one the gateway's dry run answers with.
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else {
+		printReport(e, r)
+	}
 	if !r.Accepted {
 		return exitError(exitFailed)
 	}
@@ -80,8 +91,8 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 var marks = map[partnerkit.Outcome]string{
 	partnerkit.Passed:     "ok  ",
 	partnerkit.Failed:     "FAIL",
-	partnerkit.NotChecked: " -- ",
-	partnerkit.Offline:    " ?? ",
+	partnerkit.NotReached: " -- ",
+	partnerkit.Unchecked:  " ?? ",
 }
 
 func printReport(e env, r *partnerkit.Report) {
@@ -97,7 +108,7 @@ func printReport(e env, r *partnerkit.Report) {
 			if s.Detail != "" {
 				fmt.Fprintf(w, ": %s", s.Detail)
 			}
-		case s.Outcome == partnerkit.Offline:
+		case s.Outcome == partnerkit.Unchecked:
 			fmt.Fprintf(w, ": not checked offline; %s", s.Detail)
 		case s.Detail != "" && s.Outcome == partnerkit.Passed:
 			fmt.Fprintf(w, " (%s)", s.Detail)

@@ -546,3 +546,73 @@ func TestCheckLaterClock(t *testing.T) {
 		t.Errorf("check (3 minutes later) = %d:\n%s", code, out.String())
 	}
 }
+
+// TestCheckJSON: check --json prints partnerkit.Report's JSON, the shape the gateway's dry
+// run answers: the verdict, the code and status the link endpoint would answer, and every
+// rule with its id, text, result and code, the nonce rule last and not checked. The exit
+// status is the text report's.
+func TestCheckJSON(t *testing.T) {
+	dir := keygen(t, "ES256", "k")
+	jwks := filepath.Join(dir, "jwks.json")
+	tok := strings.TrimSpace(partnerlink(t, "", append([]string{"mint", "--key", filepath.Join(dir, "private.pem"), "--iss", iss, "--aud", aud}, goFlags...)...).stdout)
+	set, err := os.ReadFile(jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rule struct {
+		ID     string `json:"id"`
+		Text   string `json:"text"`
+		Result string `json:"result"`
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	type report struct {
+		Verdict string `json:"verdict"`
+		Code    string `json:"code"`
+		Status  int    `json:"status"`
+		Kind    string `json:"kind"`
+		Rules   []rule `json:"rules"`
+	}
+	tests := []struct {
+		name, aud     string
+		exit          int
+		verdict, code string
+		status        int
+		kind          string
+	}{
+		{"accepted", aud, 0, "accepted", "", 0, "go"},
+		{"rejected", "other", 1, "rejected", "audience_invalid", 401, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := partnerlink(t, "", "check", "--json", tok, "--jwks", jwks, "--iss", iss, "--aud", tt.aud)
+			if r.code != tt.exit {
+				t.Errorf("check --json = %d, want %d\n%s%s", r.code, tt.exit, r.stdout, r.stderr)
+			}
+			want, err := json.Marshal(partnerkit.Check(context.Background(), tok, set, linktoken.Rules{Issuer: iss, Audience: tt.aud}, testNow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.stdout != string(want)+"\n" {
+				t.Errorf("check --json printed\n%s\nwant partnerkit.Report's encoding\n%s", r.stdout, want)
+			}
+			var got report
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("decoding %q: %v", r.stdout, err)
+			}
+			if got.Verdict != tt.verdict || got.Code != tt.code || got.Status != tt.status || got.Kind != tt.kind {
+				t.Errorf("verdict, code, status, kind = %q %q %d %q, want %q %q %d %q", got.Verdict, got.Code, got.Status, got.Kind, tt.verdict, tt.code, tt.status, tt.kind)
+			}
+			if len(got.Rules) < 2 {
+				t.Fatalf("rules = %+v, want the gateway's rules and the nonce rule", got.Rules)
+			}
+			typ := got.Rules[2]
+			if typ.ID != "A-AUTH-5" || !strings.HasPrefix(typ.Text, "header typ is") || typ.Result != "passed" || typ.Code != "header_invalid" {
+				t.Errorf("rules[2] = %+v, want the typ rule A-AUTH-5, passed, header_invalid", typ)
+			}
+			if last := got.Rules[len(got.Rules)-1]; last.ID != "LIM-2" || last.Result != "not_checked" || last.Code != "token_replayed" {
+				t.Errorf("last rule = %+v, want LIM-2 not_checked token_replayed", last)
+			}
+		})
+	}
+}

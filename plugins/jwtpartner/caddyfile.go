@@ -44,6 +44,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			leeway           <duration>|0
 //			nonce_min_length <n>
 //			nonce_max_length <n>
+//			dry_run          [<events>/<window>]
 //		}
 //		leeway          <duration>|0
 //		max_lifetime    <duration>
@@ -59,7 +60,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // needs issuer, audience and exactly one of jwks_file and jwks_url. A jwks_file is read
 // at provisioning, not here: caddy validate reports one that does not load with the
 // partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
-// all (JSON -1: a zero there is the default).
+// all (JSON -1: a zero there is the default). dry_run, for test environments only, turns on
+// the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is given.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
@@ -242,6 +244,8 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 			err = intArg(d, &p.NonceMinLength)
 		case "nonce_max_length":
 			err = intArg(d, &p.NonceMaxLength)
+		case "dry_run":
+			p.DryRun, err = unmarshalDryRun(d, name)
 		default:
 			return nil, d.Errf("partner %s: unrecognized subdirective %q", name, opt)
 		}

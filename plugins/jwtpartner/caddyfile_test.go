@@ -133,6 +133,7 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\n}\n}",
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_url https://x/j\nalgorithms RS256\nkinds go\n}\nleeway 1s\nmax_body_size 1KiB\n}",
 		"jwt_partner {\npartner demo {\n}\n}",
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\ndry_run 5/30s\n}\n}",
 		"jwt_partner {\nnonce_store memory {\nmax_entries 10\n}\n}",
 		"jwt_partner",
 		"jwt_partner {\npartner {\n{\n}\n}",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
+	"github.com/partnergate/partnergate/partnerkit"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )
 
@@ -58,12 +59,14 @@ const (
 // fresh goes to the next handler as a POST to the same path with an empty body and no
 // Content-Type: the token itself is never forwarded. Every incoming header whose name starts
 // with HeaderPrefix is deleted first; then the headers of the upstream contract in linkspec
-// are set (see headers.go). A rejected request never reaches the next handler.
+// are set (see headers.go). A rejected request never reaches the next handler. For a
+// partner with DryRun it also answers POST /partner/{name}/check itself (dryrun.go), never
+// calling the next handler.
 //
 // Placeholders set on success (values raw, not percent-encoded):
 //
 //	{http.jwt_partner.partner}     the partner's name from the path
-//	{http.jwt_partner.endpoint}    url or payload
+//	{http.jwt_partner.endpoint}    url or payload (check for a dry run's rejection)
 //	{http.jwt_partner.kind}        main or go
 //	{http.jwt_partner.issuer}      the verified iss claim
 //	{http.jwt_partner.kid}         the kid of the verifying key
@@ -198,6 +201,11 @@ type Partner struct {
 
 	// NonceMaxLength is the longest nonce accepted, in bytes. Default 256.
 	NonceMaxLength int `json:"nonce_max_length,omitempty"`
+
+	// DryRun, when set, turns on POST /partner/{name}/check, which explains a token's
+	// verification without forwarding it or claiming its nonce. For test environments
+	// only (see DryRun). Default unset: /check is not_found.
+	DryRun *DryRun `json:"dry_run,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -387,7 +395,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// here and keep Caddy's own timeouts.
 	rc := http.NewResponseController(w)
 	deadline := h.ReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(time.Duration(h.ReadTimeout))) == nil
-	rej := h.handle(r, rq)
+	var rej *rejection
+	var report *partnerkit.Report
+	if ps := h.dryRunPartner(r); ps != nil {
+		report, rej = h.dryRun(r, rq, ps)
+	} else {
+		rej = h.handle(r, rq)
+	}
 	if deadline {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
@@ -396,6 +410,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			leaveBody(w, r, rc, rej)
 		}
 		return h.writeRejection(w, rq, rej)
+	}
+	if report != nil {
+		return h.writeDryRun(w, rq, report)
 	}
 	h.forward(r, rq)
 	h.logOutcome(rq, nil)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
@@ -18,6 +19,7 @@ type partnerState struct {
 	name     string
 	verifier *linktoken.Verifier
 	keys     linktoken.KeySource
+	dryRun   *rate.Limiter // the dry run's bucket; nil when the dry run is off
 }
 
 // provisionPartner checks the partner's options, builds its rules (the handler's defaults
@@ -34,7 +36,12 @@ func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (
 	if err != nil {
 		return nil, err
 	}
-	return &partnerState{name: name, verifier: v, keys: keys}, nil
+	ps := &partnerState{name: name, verifier: v, keys: keys}
+	if p.DryRun != nil {
+		ps.dryRun = p.DryRun.limiter()
+		h.warnDryRun(name)
+	}
+	return ps, nil
 }
 
 // rules turns a checked partner's configuration into linktoken.Rules. Zero values are left
@@ -84,6 +91,11 @@ func (p *Partner) check() error {
 	}
 	if err := checkLeeway(p.Leeway); err != nil {
 		return fmt.Errorf("leeway %s: %v", time.Duration(p.Leeway), err)
+	}
+	if p.DryRun != nil {
+		if err := p.DryRun.check(); err != nil {
+			return fmt.Errorf("dry_run: %v", err)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
@@ -19,6 +20,8 @@ type rejection struct {
 	detail string
 	fields []linkspec.FieldError
 	err    error
+	// retryAfter is how long a rate-limited client waits (429 only).
+	retryAfter time.Duration
 }
 
 func reject(c problem.Code, detail string) *rejection { return &rejection{code: c, detail: detail} }
@@ -49,6 +52,8 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 		hdr.Set("Allow", http.MethodPost)
 	case http.StatusServiceUnavailable:
 		hdr.Set("Retry-After", retryAfterSeconds)
+	case http.StatusTooManyRequests:
+		hdr.Set("Retry-After", retryAfter(rej.retryAfter))
 	case http.StatusUnauthorized:
 		// RFC 9110 §15.5.2: a 401 names the scheme the client must use.
 		hdr.Set("WWW-Authenticate", `PartnerLink realm="partnergate"`)

@@ -200,7 +200,7 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, he
 	*bodyRead = true
 	body := buf.Bytes()
 
-	if endpoint == endpointURL {
+	if endpoint != endpointPayload { // /url, and a dry run's /check
 		tok := bytes.TrimSpace(body)
 		if len(tok) == 0 {
 			return nil, reject(problem.CodeTokenMissing, "the body must be the token")
