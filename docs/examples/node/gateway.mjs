@@ -21,7 +21,9 @@ export const ACTIONS = {
   // This token cannot be used, a new one can: mint a fresh token and send it once more.
   retry_new_token: ["token_replayed", "token_before_store_start", "body_unreadable"],
   // The gateway cannot check tokens right now: wait Retry-After seconds, then send a fresh token.
-  wait_and_retry: ["keys_unavailable", "nonce_store_unavailable", "nonce_store_full"],
+  wait_and_retry: ["keys_unavailable", "nonce_store_unavailable", "nonce_store_full",
+    "dry_run_rate_limited", // only a test gateway's /check answers it
+  ],
   // The link's data or the service: show the user a message (payload_invalid names the fields).
   tell_user: ["payload_invalid", "internal_error"],
 };
