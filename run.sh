@@ -134,13 +134,17 @@ check_ports() {
 # run.sh that uses it; a pid that is no longer a run.sh is a leftover.
 lock="$data/run.pid"
 lock_holder() {
-	local pid
+	local pid args
 	pid=$(cat "$lock" 2>/dev/null) || return 1
 	case "$pid" in "" | *[!0-9]*) return 1 ;; esac
 	[ "$pid" != $$ ] && kill -0 "$pid" 2>/dev/null || return 1
-	if command -v ps >/dev/null 2>&1; then
-		ps -p "$pid" -o args= 2>/dev/null | grep -q 'run\.sh' || return 1
+	# A live pid whose command line cannot be read is taken to be a run.sh.
+	if [ -r "/proc/$pid/cmdline" ]; then
+		args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+	else
+		args=$(ps -p "$pid" -o args= 2>/dev/null) || args=""
 	fi
+	[ -z "$args" ] || grep -q 'run\.sh' <<<"$args" || return 1
 	echo "$pid"
 }
 refuse_shared_data() {
