@@ -260,14 +260,14 @@ if [ -n "$caddyfile" ]; then
 		echo "run.sh: note: $config proxies to nothing on port $app_port, where this run's app service listens (PARTNERGATE_DEMO_APP_PORT)" >&2
 	# Caddy's default admin address unless the file sets one or turns it off.
 	admin=localhost:2019
-	case "$adapted" in *'"admin":{'*'"disabled":true'*) admin="" ;; esac
+	case "$adapted" in *'"admin":{"disabled":true'*) admin="" ;; esac
 	set_admin=$(sed -n 's/.*"admin":{[^}]*"listen":"\([^"]*\)".*/\1/p' <<<"$adapted")
 	[ -z "$set_admin" ] || admin=$set_admin
 	admin_port=${admin##*:}
 	case "$admin_port" in "" | *[!0-9]*) ;; *) check_ports "$admin_port" "Caddy's admin API" "the admin option in $config" ;; esac
 	if ! grep -o '"handler":"jwt_partner".*' <<<"$adapted" | grep -q '"demo":{'; then
 		if [ "$mode" = check ]; then
-			echo "run.sh --check: $config has no jwt_partner route for the partner demo, which --check sends its links as (issuer https://partner.example, audience partnergate-demo, keys $demo/jwks.json): add one as Caddyfile.example does" >&2
+			echo "run.sh --check: cannot check: $config has no jwt_partner route for the partner demo, which --check sends its links as (issuer https://partner.example, audience partnergate-demo, keys $demo/jwks.json): add one as Caddyfile.example does" >&2
 			exit 1
 		fi
 		echo "run.sh: note: $config has no jwt_partner route for the partner demo: the demo links below will be refused" >&2
