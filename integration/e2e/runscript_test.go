@@ -81,6 +81,39 @@ func TestRunScript(t *testing.T) {
 		}
 	})
 
+	// A gateway that takes the port after run.sh checked it (while it builds), and answers
+	// 200 to everything: run.sh waits for its own processes and the run's identifier, so it
+	// stops instead of sending its links there.
+	t.Run("gateway port taken after the check", func(t *testing.T) {
+		p := freePorts(t)
+		run := startScript(t, tree, p, t.TempDir(), nil, "--check")
+		run.waitFor(t, "== building")
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p.gateway))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var partner atomic.Int64
+		other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/partner/") {
+				partner.Add(1)
+			}
+			w.Write([]byte("ok\n"))
+		})}
+		go other.Serve(l)
+		defer other.Close()
+		out, err := run.wait(t)
+		if err == nil || strings.Contains(out, "passed") {
+			t.Fatalf("./run.sh --check with another gateway on its port = %v, want it to fail:\n%s", err, out)
+		}
+		if !strings.Contains(out, fmt.Sprintf("run.sh: port %d answers without this run's identifier", p.gateway)) &&
+			!strings.Contains(out, "run.sh: a process it started exited") {
+			t.Errorf("./run.sh --check does not say that the gateway is not its own:\n%s", out)
+		}
+		if n := partner.Load(); n != 0 {
+			t.Errorf("run.sh sent %d links to the other gateway, want none", n)
+		}
+	})
+
 	// An operator's Caddyfile is run as it is and never written to. While that stack runs,
 	// a --check on its data folder, or on its gateway's port, fails before it starts.
 	t.Run("operator's Caddyfile", func(t *testing.T) {
@@ -258,20 +291,21 @@ type script struct {
 	out    *harness.SyncBuffer
 	done   chan struct{}
 	cancel context.CancelFunc
+	err    error // the exit error, once done is closed
 }
 
-func startScript(t *testing.T, tree string, p ports, data string, env []string) *script {
+func startScript(t *testing.T, tree string, p ports, data string, env []string, args ...string) *script {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	s := &script{out: &harness.SyncBuffer{}, done: make(chan struct{}), cancel: cancel}
-	s.cmd = scriptCommand(ctx, tree, p, data, env)
+	s.cmd = scriptCommand(ctx, tree, p, data, env, args...)
 	s.cmd.Stdout = s.out
 	s.cmd.Stderr = s.out
 	if err := s.cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	go func() { s.cmd.Wait(); close(s.done) }()
+	go func() { s.err = s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() { s.stop(t) })
 	return s
 }
@@ -289,6 +323,14 @@ func (s *script) waitFor(t *testing.T, want string) string {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// wait waits for run.sh to end by itself and returns its output and exit error.
+func (s *script) wait(t *testing.T) (string, error) {
+	t.Helper()
+	<-s.done
+	s.cancel()
+	return s.out.String(), s.err
 }
 
 // stop sends SIGTERM, as Ctrl-C would stop a person's run, and waits for run.sh to stop
