@@ -14,10 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -317,57 +313,6 @@ func checkNoPersonalData(t *testing.T, s *stack) {
 			}
 		}
 	}
-}
-
-// TestRunScriptCheck runs ./run.sh --check, the README's first command in its self-test
-// mode (the first instructor signs in and links, gives the contact a plan through the JSON
-// API, the contact's Go link sees it), on free ports and a temporary data folder. run.sh builds ./caddy and bin/ beside
-// itself; it runs from a temporary folder of links to the checkout's files, so that they
-// land there and not in the source tree.
-func TestRunScriptCheck(t *testing.T) {
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := linkTree(t, root)
-	cmd := exec.Command(filepath.Join(tree, "run.sh"), "--check")
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(),
-		"PARTNERGATE_DEMO_DATA="+t.TempDir(),
-		"PARTNERGATE_DEMO_PORT="+strconv.Itoa(harness.FreePort(t)),
-		"PARTNERGATE_DEMO_APP_PORT="+strconv.Itoa(harness.FreePort(t)),
-		"PARTNERGATE_DEMO_ADMIN_PORT="+strconv.Itoa(harness.FreePort(t)),
-	)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "run.sh --check: passed") {
-		t.Fatalf("./run.sh --check = %v\n%s", err, out)
-	}
-	// The flow reaches what the service is for: the member sees the plan made for them.
-	if !strings.Contains(string(out), "run.sh --check: the Go member sees 1 plan(s) ok") {
-		t.Errorf("./run.sh --check did not see the Go member's plan:\n%s", out)
-	}
-}
-
-// linkTree returns a temporary folder with a symbolic link to each top-level entry of the
-// checkout at root, except the ones run.sh writes (caddy, bin, data) and .git (so that the
-// builds there carry no version control stamp to look up).
-func linkTree(t *testing.T, root string) string {
-	t.Helper()
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := t.TempDir()
-	for _, e := range entries {
-		switch e.Name() {
-		case "caddy", "bin", "data", ".git":
-			continue
-		}
-		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(tree, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tree
 }
 
 // TestDirectRequestRefused plays a client that reaches the app service without the gateway
