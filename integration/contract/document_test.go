@@ -262,9 +262,15 @@ func documentedCodes(t *testing.T, tree map[string]any) map[int][]string {
 
 func asSlice(v any) []any { s, _ := v.([]any); return s }
 
+// linkStatuses are the statuses of the link endpoints' refusals: both operations answer
+// each of them.
+var linkStatuses = []int{400, 401, 403, 404, 409, 413, 415, 500, 503}
+
 // TestEveryAnsweredCodeIsDocumented: every code the answering code uses is listed in the
 // document under its status (problem.Status), and every listed code is a known code of that
-// status; every status but 405 (any method but POST) is an answer of both operations.
+// status; both link operations answer every status of linkStatuses with the problem
+// document (/url) and the page (/payload), and every status but 405 (any method but POST)
+// is an answer of some operation.
 func TestEveryAnsweredCodeIsDocumented(t *testing.T) {
 	tree := documentTree(t)
 	byStatus := documentedCodes(t, tree)
@@ -282,9 +288,11 @@ func TestEveryAnsweredCodeIsDocumented(t *testing.T) {
 				t.Errorf("Problem%d lists %s, whose status is %d", status, c, got)
 			}
 		}
-		if status == 405 {
-			continue
+		if status != 405 && !answered(tree, strconv.Itoa(status)) {
+			t.Errorf("components.schemas.Problem%d is no operation's answer", status)
 		}
+	}
+	for _, status := range linkStatuses {
 		code := strconv.Itoa(status)
 		for path, want := range map[string]string{
 			"/partner/{name}/url":     "#/components/responses/Problem" + code,
@@ -293,6 +301,52 @@ func TestEveryAnsweredCodeIsDocumented(t *testing.T) {
 			if got := get(tree, "paths", path, "post", "responses", code, "$ref"); got != want {
 				t.Errorf("POST %s answers %s with %v, want %s", path, code, got, want)
 			}
+		}
+	}
+}
+
+// answered reports whether an operation answers status with a response of the document's
+// components.responses.
+func answered(tree map[string]any, status string) bool {
+	paths, _ := get(tree, "paths").(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			if ref, _ := get(op, "responses", status, "$ref").(string); strings.HasPrefix(ref, "#/components/responses/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestProblemSchemaAllowsExtensionMembers: a problem document may carry members a later
+// minor version adds (RFC 9457 section 3.2), and only the codes of its status.
+func TestProblemSchemaAllowsExtensionMembers(t *testing.T) {
+	s, err := schemaCompiler(t).Compile(documentID + "#/components/schemas/Problem401")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(code, extra string) any {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"type":"urn:partnergate:problem:` + code +
+			`","title":"Audience invalid","status":401,"code":"` + code + `","request_id":"r-1"` + extra + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tt := range []struct {
+		name, code, extra string
+		valid             bool
+	}{
+		{"as answered", "audience_invalid", "", true},
+		{"with extension members", "audience_invalid", `,"expected":"svc-link","kind":"main","trace":[{"rule":"A-AUTH-8"}]`, true},
+		{"a code of another status", "token_malformed", "", false},
+		{"a code nobody answers", "audience_wrong", "", false},
+		{"fields of the wrong shape", "audience_invalid", `,"fields":"aud"`, false},
+	} {
+		if err := s.Validate(doc(tt.code, tt.extra)); (err == nil) != tt.valid {
+			t.Errorf("%s: Validate = %v, want valid %v", tt.name, err, tt.valid)
 		}
 	}
 }
