@@ -15,6 +15,13 @@ import (
 	"net/http"
 )
 
+// InterfaceVersion is the version of the partner interface: the error codes and their
+// statuses, the problem document, the headers and the payload fields (semantic versioning,
+// CHANGELOG.md says what each part of it means). It lives here because every part that
+// answers a partner imports this package; docs/openapi.yaml's info.version and the newest
+// entry of CHANGELOG.md carry the same value, and a test holds the three together.
+const InterfaceVersion = "1.1.0"
+
 // Code is a stable machine-readable rejection code. Codes are part of the public interface:
 // partners and operators match on them, so a code is never renamed.
 type Code string
