@@ -348,3 +348,58 @@ func TestAcceptedLinksFitTheDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunFitsTheDocument sends a valid and a refused token to the dry-run endpoint of a
+// partner with dry_run on (two runs, refilled per hour), then a third over the rate, and
+// validates the requests and the answers against docs/openapi.yaml.
+func TestDryRunFitsTheDocument(t *testing.T) {
+	a := newAnswerChecker(t)
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwks, linktokentest.KeySetJSON(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := harness.NewUpstream(t)
+	lines := append(partnerLines(jwks, linktoken.Rules{Issuer: linktokentest.Issuer, Audience: linktokentest.Audience}), "dry_run 2/1h")
+	g := harness.StartCaddy(t, harness.Config{
+		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n\troute /partner/* {\n\t\tjwt_partner {\n{{.Vars.partner}}\t\t}\n\t\treverse_proxy {{.Vars.upstream}}\n\t}\n}\n",
+		Vars:      map[string]string{"partner": harness.PartnerBlock("trial", lines...), "upstream": up.Addr()},
+	})
+	valid := linktokentest.Token(t, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(time.Now()))
+	wrongAudience := jwttest.MainClaimsAt(time.Now())
+	wrongAudience["aud"] = "someone-else"
+	for _, tt := range []struct {
+		name, token, verdict string
+		status               int
+	}{
+		{"valid token", valid, "accepted", http.StatusOK},
+		{"wrong audience", linktokentest.Token(t, linktoken.RS256, "rsa-1", wrongAudience), "rejected", http.StatusOK},
+		{"over the rate", valid, "", http.StatusTooManyRequests},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, resp := post(t, g, "/partner/trial/check", "text/plain", tt.token, nil)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("POST /check answered %d (%s), want %d", resp.StatusCode, resp.Body, tt.status)
+			}
+			if ok, errs := a.v.ValidateHttpRequest(req); !ok {
+				for _, e := range errs {
+					t.Errorf("the request does not fit the document: %s: %s", e.Message, e.Reason)
+				}
+			}
+			req.Body = io.NopCloser(strings.NewReader(tt.token))
+			code := a.check(t, req, resp)
+			if tt.status == http.StatusTooManyRequests {
+				if code != "dry_run_rate_limited" {
+					t.Errorf("over the rate answered %s, want dry_run_rate_limited", code)
+				}
+				return
+			}
+			var report struct{ Verdict string }
+			if err := json.Unmarshal(resp.Body, &report); err != nil || report.Verdict != tt.verdict {
+				t.Errorf("the report's verdict is %q (%v), want %q", report.Verdict, err, tt.verdict)
+			}
+		})
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Errorf("the upstream received %d dry runs, want none", n)
+	}
+}
