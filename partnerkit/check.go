@@ -32,25 +32,34 @@ type Step struct {
 }
 
 // Report explains a token rule by rule. The steps are linktoken's trace of the gateway's
-// own verification, and the verdict (Accepted, Code, Detail) is that verification's.
+// own verification, and the verdict (Accepted, Code, Detail and the problem document's
+// members) is that verification's: the gateway answers the same code and detail.
 type Report struct {
 	Steps    []Step
 	Accepted bool
 	Code     problem.Code
 	Detail   string
 	Fields   []linkspec.FieldError
+	// Expected and MaxLifetime are the problem document's members of the same names:
+	// the agreed issuer or audience, and the lifetime limit in seconds.
+	Expected    string
+	MaxLifetime int64
+	// Kind is the kind of an accepted link, and of a rejected one whose payload was read
+	// (payload_invalid, kind_not_allowed); KindFrom the fields that made it a main link.
 	Kind     linkspec.Kind
+	KindFrom []string
 	// Dropped lists the optional payload fields the gateway drops because their values
 	// are malformed or blank, with the reason (an accepted token only): the link works,
 	// but the service does not get those values.
 	Dropped []linkspec.FieldError
-	// KeySetError is set when the gateway would refuse the key set itself; no token can
-	// then be accepted (keys_unavailable at the gateway).
+	// KeySetError is set when the gateway would refuse the key set itself: which key and
+	// why. No token can then be accepted: the gateway answers keys_unavailable with this
+	// reason (jwks_url), or does not load the configuration (jwks_file).
 	KeySetError string
 }
 
 // CodeKeySetRefused is the code Check reports when the key set fails the gateway's load
-// checks: the gateway keeps no keys for the partner and answers keys_unavailable.
+// checks: the gateway answers keys_unavailable, with the reason in the detail.
 const CodeKeySetRefused = problem.CodeKeysUnavailable
 
 // Check explains, rule by rule, why the gateway would accept or reject token for a partner
@@ -58,9 +67,10 @@ const CodeKeySetRefused = problem.CodeKeysUnavailable
 // gateway's nonce store: a token it accepts may still be refused as replayed.
 //
 // The token is trimmed of surrounding white space first, as the gateway's endpoints do. A
-// key set the gateway refuses is reported in KeySetError and treated as the gateway treats
-// a partner whose key set could not be loaded: a token that gets as far as the key lookup
-// is refused with keys_unavailable.
+// key set the gateway refuses is reported in KeySetError and answered as the gateway
+// answers while the set at a partner's jwks_url is refused: a token that gets as far as
+// the key lookup is refused with keys_unavailable and the reason. (A gateway that loaded
+// an earlier good set still accepts tokens of that set's keys; check cannot know it.)
 func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules, now time.Time) *Report {
 	token = strings.TrimSpace(token)
 	r := &Report{}
@@ -69,18 +79,17 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 		r.Detail = "the rules are not valid: " + err.Error()
 		return r
 	}
+	var keys linktoken.KeySource
 	set, err := linktoken.ParseKeySet(jwks)
 	if err != nil {
 		r.KeySetError = err.Error()
-		set = nil // a nil set answers keys_unavailable, as an unloaded set at the gateway
+		keys = linktoken.RefusedKeySet(err)
+	} else {
+		keys = set
 	}
-	tr := v.Trace(ctx, []byte(token), set)
+	tr := v.Trace(ctx, []byte(token), keys)
 	for _, s := range tr.Steps {
-		step := Step{Rule: s.Rule, RuleID: s.ID, Code: s.Code, Outcome: outcomes[s.Outcome], Detail: s.Detail, Fields: s.Fields}
-		if s.Outcome == linktoken.Failed && s.Code == CodeKeySetRefused && r.KeySetError != "" {
-			step.Detail = "the gateway refuses the key set: " + r.KeySetError
-		}
-		r.Steps = append(r.Steps, step)
+		r.Steps = append(r.Steps, Step{Rule: s.Rule, RuleID: s.ID, Code: s.Code, Outcome: outcomes[s.Outcome], Detail: s.Detail, Fields: s.Fields})
 	}
 	r.Steps = append(r.Steps, Step{
 		Rule:    "the nonce has not been used before",
@@ -93,11 +102,9 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 		var le *linktoken.Error
 		if errors.As(tr.Err, &le) {
 			r.Code, r.Detail, r.Fields = le.Code, le.Detail, le.Fields
+			r.Expected, r.MaxLifetime, r.Kind, r.KindFrom = le.Expected, le.MaxLifetime, le.Kind, le.KindFrom
 		} else {
 			r.Detail = tr.Err.Error()
-		}
-		if r.Code == CodeKeySetRefused && r.KeySetError != "" {
-			r.Detail = "the gateway refuses this key set: " + r.KeySetError
 		}
 		return r
 	}
