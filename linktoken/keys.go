@@ -212,7 +212,8 @@ type jwkMembers struct {
 func parseKey(raw jsontext.Value) (*Key, error) {
 	var m jwkMembers
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("parsing key: %v", err)
+		// Not the decoder's words, which name Go types: the partner reads this.
+		return nil, errors.New("key is not a JSON object whose kty, kid, use, alg, crv, n and e are strings and key_ops an array of strings")
 	}
 	if name := privateMember(m.Other); name != "" {
 		return nil, fmt.Errorf("key holds private key material (member %q): publish only the public key, and replace this key since its private part is exposed", name)
