@@ -38,7 +38,7 @@ func TestAnswersSayHowToFix(t *testing.T) {
 		status      int
 		want        problemDoc // code, detail and the members
 	}{
-		{"exp from Date.now() + 120000", "demo", "text/plain", sign(harness.Token{Claims: map[string]any{"exp": now.Add(2*time.Minute).UnixMilli()}}), 400,
+		{"exp from Date.now() + 120000", "demo", "text/plain", sign(harness.Token{Claims: map[string]any{"exp": now.Add(2 * time.Minute).UnixMilli()}}), 400,
 			problemDoc{Code: "time_in_milliseconds", Detail: "the exp claim is" + ms}},
 		{"nbf, iat and exp from Date.now()", "demo", "text/plain", sign(harness.Token{Claims: map[string]any{
 			"nbf": now.UnixMilli(), "iat": now.UnixMilli(), "exp": now.Add(2 * time.Minute).UnixMilli()}}), 400,
