@@ -82,6 +82,21 @@ func TestAnswersSayHowToFix(t *testing.T) {
 		})
 	}
 
+	// A body sent to the other endpoint's media type is pointed at that endpoint.
+	for _, tt := range []struct{ path, contentType, body, want string }{
+		{"/partner/demo/url", "application/x-www-form-urlencoded", "payload=" + compact,
+			"the url endpoint takes Content-Type text/plain, the body being the compact token: three base64url parts separated by dots; a form with the field payload goes to the payload endpoint"},
+		{"/partner/demo/payload", "text/plain", compact,
+			"the payload endpoint takes Content-Type application/x-www-form-urlencoded, one form field payload holding the token; a body that is the token itself goes to the url endpoint"},
+	} {
+		t.Run(tt.contentType+" to "+tt.path, func(t *testing.T) {
+			resp := g.Post(t, tt.path, tt.contentType, tt.body, nil)
+			if resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(string(resp.Body), tt.want) {
+				t.Errorf("gateway = %d %s, want 415 with %q", resp.StatusCode, resp.Body, tt.want)
+			}
+		})
+	}
+
 	t.Run("replayed", func(t *testing.T) {
 		tok := sign(harness.Token{})
 		if resp := g.PostURL(t, "demo", tok); resp.StatusCode != http.StatusOK {
