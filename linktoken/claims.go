@@ -278,9 +278,9 @@ func fieldPath(p jsontext.Pointer) string {
 }
 
 // checkIssuer enforces docs/interface.md A-AUTH-9 and RFC 7519 §4.1.1: iss equals the
-// agreed issuer, compared exactly.
-// The agreed issuer is in the answer: only a token the partner's key signed gets this far,
-// and the value is the partner's own agreement, not a secret to it.
+// agreed issuer, compared exactly. The agreed issuer, like the audience and the lifetime
+// limit below, is in the answer: only a token the partner's key signed gets this far, and
+// the value is the partner's own agreement, not a secret to it.
 func (v *Verifier) checkIssuer(c *claims) error {
 	if c.Issuer != v.rules.Issuer {
 		return &Error{
