@@ -3,6 +3,7 @@ package linktoken
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,16 +33,24 @@ type claims struct {
 // own code, and every other typed member is a payload field (payload_invalid).
 var registeredClaims = map[string]bool{"iss": true, "aud": true, "nbf": true, "exp": true, "iat": true}
 
-// maxNumericDate is 9999-12-31T23:59:59Z: later times are no real token's, and the bound
-// keeps every sum and difference of two dates, in seconds, far from int64 overflow (not in
-// nanoseconds: compare them as seconds, never as a time.Duration).
-const maxNumericDate = 253402300799
+// MaxSecondsDate is the largest NumericDate read as seconds, 10^11 (the year 5138): a
+// larger nbf, exp or iat is a time in milliseconds (JavaScript's Date.now()) or finer,
+// refused with time_in_milliseconds (docs/interface.md A-DEC-4). Every real time in
+// milliseconds since 1973 is above it, and no real token's time in seconds comes near it.
+// The bound also keeps every sum and difference of two dates, in seconds, far from int64
+// overflow (not in nanoseconds: compare them as seconds, never as a time.Duration).
+const MaxSecondsDate = 100_000_000_000
+
+// maxNumericDateDigits bounds the digits of a NumericDate the decoder reads: 18 keep any
+// value below 10^18, inside int64. Milliseconds have 13 digits, microseconds 16.
+const maxNumericDateDigits = 18
 
 // numericDate is a NumericDate (RFC 7519 §2) written as a non-negative JSON integer.
 // Fractional seconds, exponents and negative values are refused (claims_invalid): RFC 7519
 // allows fractions, but no mainstream JWT library writes them, and the interface's
 // whole-second rules (nbf equal to the issued time, the five-minute lifetime) are exact on
-// integers only. null is not a number either.
+// integers only. null is not a number either. A value above MaxSecondsDate is read, for the
+// time_in_milliseconds rule to name it.
 type numericDate struct {
 	v   int64
 	set bool
@@ -63,10 +72,9 @@ func (d *numericDate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // parseNumericDate reads a NumericDate claim's JSON value by the gateway's rule: a
-// non-negative JSON integer of at most 12 digits without a leading zero, at most
-// 9999-12-31T23:59:59Z.
+// non-negative JSON integer of at most 18 digits without a leading zero.
 func parseNumericDate(val []byte) (int64, error) {
-	if len(val) == 0 || len(val) > 12 || val[0] == '0' && len(val) > 1 {
+	if len(val) == 0 || len(val) > maxNumericDateDigits || val[0] == '0' && len(val) > 1 {
 		return 0, errNotNumericDate
 	}
 	var n int64
@@ -75,9 +83,6 @@ func parseNumericDate(val []byte) (int64, error) {
 			return 0, errNotNumericDate
 		}
 		n = n*10 + int64(c-'0')
-	}
-	if n > maxNumericDate {
-		return 0, errNotNumericDate
 	}
 	return n, nil
 }
@@ -187,14 +192,76 @@ func decodeClaims(data []byte, c *claims) error {
 	case top == "nonce":
 		return &Error{Code: problem.CodeNonceInvalid, Detail: "the nonce is not a string"}
 	case registeredClaims[top]:
-		return &Error{Code: problem.CodeClaimsInvalid, Detail: "a registered claim has the wrong JSON type: iss a string, aud a string or an array of strings, nbf, exp and iat integers"}
+		return &Error{Code: problem.CodeClaimsInvalid, Detail: registeredTypeDetail(top)}
 	}
 	field := fieldPath(serr.JSONPointer)
+	kind, from := kindOfClaims(data)
 	return &Error{
-		Code:   problem.CodePayloadInvalid,
-		Detail: "a payload field has the wrong JSON type",
-		Fields: []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
+		Code:     problem.CodePayloadInvalid,
+		Detail:   "a payload field has the wrong JSON type" + kindSentence(kind, from),
+		Fields:   []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
+		Kind:     kind,
+		KindFrom: from,
 	}
+}
+
+// registeredTypeDetail names the registered claim of the wrong JSON type and its type.
+func registeredTypeDetail(name string) string {
+	switch name {
+	case "iss":
+		return "the iss claim has the wrong JSON type: it is a string"
+	case "aud":
+		return "the aud claim has the wrong JSON type: it is a string or an array of strings"
+	}
+	return "the " + name + " claim is not a NumericDate: a JSON integer, whole seconds since 1970 (no fraction, no exponent, not a string, at most 18 digits); " +
+		"in JavaScript Math.floor(Date.now() / 1000)"
+}
+
+// employeeFields are the payload fields a link's kind is read from (linkspec.Payload.Kind).
+var employeeFields = [...]string{"employeeId", "employeeFirstname", "employeeLastname"}
+
+// kindOf returns the payload's kind and the fields that made it a main link (nil for a go
+// link).
+func kindOf(p *linkspec.Payload) (linkspec.Kind, []string) {
+	var from []string
+	for i, v := range [...]string{p.EmployeeID, p.EmployeeFirstname, p.EmployeeLastname} {
+		if v != "" {
+			from = append(from, employeeFields[i])
+		}
+	}
+	return p.Kind(), from
+}
+
+// kindOfClaims reads the kind from a claim set the decoder refused for a payload field's
+// JSON type, by linkspec.Payload.Kind's rule: a main link when a field of employeeFields is
+// there and not "" (a value of another type counts: the partner meant to send it).
+func kindOfClaims(data []byte) (linkspec.Kind, []string) {
+	var top map[string]jsontext.Value
+	if json.Unmarshal(data, &top) != nil {
+		return "", nil
+	}
+	var from []string
+	for _, name := range employeeFields {
+		if v, ok := top[name]; ok && string(v) != `""` && string(v) != "null" {
+			from = append(from, name)
+		}
+	}
+	if from != nil {
+		return linkspec.KindMain, from
+	}
+	return linkspec.KindGo, nil
+}
+
+// kindSentence says, for a payload error's detail, which kind the link was read as and why
+// (docs/partners.md, Which kind a link is).
+func kindSentence(kind linkspec.Kind, from []string) string {
+	switch {
+	case kind == linkspec.KindMain:
+		return "; read as a main link, because it carries " + strings.Join(from, ", ")
+	case kind == linkspec.KindGo:
+		return "; read as a Go link, because it carries none of employeeId, employeeFirstname and employeeLastname"
+	}
+	return ""
 }
 
 // fieldPath turns a JSON pointer into the dotted path of linkspec.FieldError
@@ -211,10 +278,16 @@ func fieldPath(p jsontext.Pointer) string {
 }
 
 // checkIssuer enforces docs/interface.md A-AUTH-9 and RFC 7519 §4.1.1: iss equals the
-// agreed issuer, compared exactly.
+// agreed issuer, compared exactly. The agreed issuer, like the audience and the lifetime
+// limit below, is in the answer: only a token the partner's key signed gets this far, and
+// the value is the partner's own agreement, not a secret to it.
 func (v *Verifier) checkIssuer(c *claims) error {
 	if c.Issuer != v.rules.Issuer {
-		return &Error{Code: problem.CodeIssuerInvalid, Detail: "the iss claim is not the partner's issuer"}
+		return &Error{
+			Code:     problem.CodeIssuerInvalid,
+			Detail:   fmt.Sprintf("the iss claim is not the issuer agreed for this partner: it must be exactly %q", v.rules.Issuer),
+			Expected: v.rules.Issuer,
+		}
 	}
 	return nil
 }
@@ -225,7 +298,11 @@ func (v *Verifier) checkAudience(c *claims) error {
 	if c.Audience.found {
 		return nil
 	}
-	return &Error{Code: problem.CodeAudienceInvalid, Detail: "the aud claim does not contain the agreed audience"}
+	return &Error{
+		Code:     problem.CodeAudienceInvalid,
+		Detail:   fmt.Sprintf("the aud claim does not contain the audience agreed for this partner: it must be %q, or an array that contains it", v.rules.Audience),
+		Expected: v.rules.Audience,
+	}
 }
 
 // checkTimesPresent enforces docs/interface.md A-AUTH-6 and A-AUTH-7: nbf and exp are required
@@ -243,10 +320,39 @@ func checkTimesPresent(c *claims) error {
 func (v *Verifier) checkLifetime(c *claims) error {
 	// In whole seconds: the difference of two NumericDates fits an int64, but in
 	// nanoseconds (time.Duration) it can wrap around to a negative value and pass.
-	if c.Expiry.v-c.NotBefore.v > int64(v.rules.MaxLifetime/time.Second) {
-		return &Error{Code: problem.CodeLifetimeTooLong, Detail: "exp is further after nbf than the partner's maximum lifetime"}
+	limit := int64(v.rules.MaxLifetime / time.Second)
+	if c.Expiry.v-c.NotBefore.v > limit {
+		return &Error{
+			Code:        problem.CodeLifetimeTooLong,
+			Detail:      fmt.Sprintf("exp is more than %d seconds after nbf: the partner's tokens live at most %d seconds (exp - nbf <= %d)", limit, limit, limit),
+			MaxLifetime: limit,
+		}
 	}
 	return nil
+}
+
+// checkSeconds enforces docs/interface.md A-DEC-4: nbf, exp and iat are seconds. A value
+// above MaxSecondsDate is a time in milliseconds, the commonest JWT mistake in JavaScript
+// (Date.now()); the answer names the claims and the fix instead of a type error.
+func checkSeconds(c *claims) error {
+	var names []string
+	for _, d := range [...]struct {
+		name string
+		d    numericDate
+	}{{"nbf", c.NotBefore}, {"exp", c.Expiry}, {"iat", c.IssuedAt}} {
+		if d.d.set && d.d.v > MaxSecondsDate {
+			names = append(names, d.name)
+		}
+	}
+	if names == nil {
+		return nil
+	}
+	claim := "the " + names[0] + " claim is"
+	if n := len(names); n > 1 {
+		claim = "the " + strings.Join(names[:n-1], ", ") + " and " + names[n-1] + " claims are"
+	}
+	return &Error{Code: problem.CodeTimeInMilliseconds, Detail: claim + " far in the future (above 10^11, after the year 5000): " +
+		"a time in milliseconds since 1970, not seconds; NumericDate is whole seconds since 1970, in JavaScript Math.floor(Date.now() / 1000)"}
 }
 
 // checkTimesOrdered requires exp after nbf: a token valid for no time at all is a
@@ -313,7 +419,17 @@ func (v *Verifier) checkNonceForm(nonce string) error {
 func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 	kind := p.Kind()
 	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
-		return "", &Error{Code: problem.CodeKindNotAllowed, Detail: "links of this kind are not accepted for this partner"}
+		_, from := kindOf(p)
+		allowed := "main links"
+		if kind == linkspec.KindMain {
+			allowed = "Go links"
+		}
+		return "", &Error{
+			Code:     problem.CodeKindNotAllowed,
+			Detail:   "this partner may send " + allowed + " only" + kindSentence(kind, from),
+			Kind:     kind,
+			KindFrom: from,
+		}
 	}
 	return kind, nil
 }
@@ -323,7 +439,8 @@ func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 // A-PAY-GO): payload_invalid with the fields.
 func (v *Verifier) checkPayload(p *linkspec.Payload) error {
 	if _, err := p.Validate(v.rules.Kinds...); err != nil {
-		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface", Err: err}
+		kind, from := kindOf(p)
+		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface" + kindSentence(kind, from), Err: err, Kind: kind, KindFrom: from}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {
 			e.Fields = perr.Fields

@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"os"
 	"sort"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -104,12 +103,44 @@ type KeySet struct {
 	ids  []string
 }
 
+// KeySetError is a key set that ParseKeySet refuses: which key and why, and how to fix it
+// where the reason does not say so already. Its text names a key by its index and kid and
+// a member by its name, never key material, so that it can go into an answer to the
+// partner: a partner's key set is public, and the partner is the one who can fix it.
+type KeySetError struct {
+	// Key is the index of the refused key in "keys", or -1 when the set as a whole is.
+	Key int
+	// KeyID is the refused key's kid, clipped; "" when it has none or the set is refused.
+	KeyID string
+	// Err is the reason.
+	Err error
+}
+
+func (e *KeySetError) Error() string {
+	if e.Key < 0 {
+		return e.Err.Error()
+	}
+	if e.KeyID == "" {
+		return fmt.Sprintf("key %d: %v", e.Key, e.Err)
+	}
+	return fmt.Sprintf("key %d (kid %q): %v", e.Key, e.KeyID, e.Err)
+}
+
+func (e *KeySetError) Unwrap() error { return e.Err }
+
+// refuseSet and refuseKey make the *KeySetError of the whole set and of key i.
+func refuseSet(err error) *KeySetError { return &KeySetError{Key: -1, Err: err} }
+
+func refuseKey(i int, raw jsontext.Value, err error) *KeySetError {
+	return &KeySetError{Key: i, KeyID: keyIDOf(raw), Err: err}
+}
+
 // ParseKeySet parses and checks a jwks.json document. A set with private key material, a
-// key of another type or size, or a key without kid is refused whole, with an error that
-// says which key and why.
+// key of another type or size, or a key without kid is refused whole, with a *KeySetError
+// that says which key and why.
 func ParseKeySet(data []byte) (*KeySet, error) {
 	if len(data) > MaxKeySetSize {
-		return nil, fmt.Errorf("key set is larger than %d bytes", MaxKeySetSize)
+		return nil, refuseSet(fmt.Errorf("key set is larger than %d bytes", MaxKeySetSize))
 	}
 	// The document is read twice: once strictly by us (duplicate members and invalid UTF-8
 	// refused, every member name visible, so that a private member jwx would ignore is
@@ -118,25 +149,25 @@ func ParseKeySet(data []byte) (*KeySet, error) {
 		Keys []jsontext.Value `json:"keys"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parsing key set: %v", err)
+		return nil, refuseSet(fmt.Errorf("parsing key set: %v", err))
 	}
 	if doc.Keys == nil {
-		return nil, errors.New("key set has no \"keys\" member")
+		return nil, refuseSet(errors.New("key set has no \"keys\" member: publish {\"keys\": [...]}, a JSON Web Key Set, not a single key"))
 	}
 	if len(doc.Keys) == 0 {
-		return nil, errors.New("key set has no keys")
+		return nil, refuseSet(errors.New("key set has no keys"))
 	}
 	if len(doc.Keys) > MaxKeys {
-		return nil, fmt.Errorf("key set has %d keys, more than %d", len(doc.Keys), MaxKeys)
+		return nil, refuseSet(fmt.Errorf("key set has %d keys, more than %d", len(doc.Keys), MaxKeys))
 	}
 	s := &KeySet{keys: make(map[string]*Key, len(doc.Keys))}
 	for i, raw := range doc.Keys {
 		k, err := parseKey(raw)
 		if err != nil {
-			return nil, fmt.Errorf("key %d%s: %w", i, describeKid(raw), err)
+			return nil, refuseKey(i, raw, err)
 		}
 		if _, dup := s.keys[k.kid]; dup {
-			return nil, fmt.Errorf("key %d%s: kid is not unique in the set", i, describeKid(raw))
+			return nil, refuseKey(i, raw, errors.New("kid is not unique in the set: give every key its own kid"))
 		}
 		s.keys[k.kid] = k
 		s.ids = append(s.ids, k.kid)
@@ -181,7 +212,8 @@ type jwkMembers struct {
 func parseKey(raw jsontext.Value) (*Key, error) {
 	var m jwkMembers
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("parsing key: %v", err)
+		// Not the decoder's words, which name Go types: the partner reads this.
+		return nil, errors.New("key is not a JSON object whose kty, kid, use, alg, crv, n and e are strings and key_ops an array of strings")
 	}
 	if name := privateMember(m.Other); name != "" {
 		return nil, fmt.Errorf("key holds private key material (member %q): publish only the public key, and replace this key since its private part is exposed", name)
@@ -312,16 +344,16 @@ func checkRSAKey(pub *rsa.PublicKey) error {
 	return checkRSAExponent(int64(pub.E))
 }
 
-// describeKid names a key in an error by its kid, quoted and clipped: the set is the
-// operator's to fix, and the kid is how they find the key in it.
-func describeKid(raw jsontext.Value) string {
+// keyIDOf returns a key's kid, clipped, for an error: the kid is how the partner and the
+// operator find the key in the set.
+func keyIDOf(raw jsontext.Value) string {
 	var m struct {
 		Kid string `json:"kid"`
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Kid == "" {
+	if json.Unmarshal(raw, &m) != nil {
 		return ""
 	}
-	return " (kid " + strconv.Quote(clip(m.Kid)) + ")"
+	return clip(m.Kid)
 }
 
 // clip shortens text from a key set for an error message.
@@ -380,6 +412,30 @@ func errKeyUnknown() error {
 
 func errKeysUnavailable(cause error) error {
 	return &Error{Code: problem.CodeKeysUnavailable, Detail: "the partner's key set is not available", Err: cause}
+}
+
+// errKeySetRefused is the answer to a token whose key is not in a usable set because the
+// partner's published set was refused: keys_unavailable, as for a set that did not load,
+// with the reason, since the partner must fix the set and nothing in the token.
+func errKeySetRefused(refused *KeySetError) error {
+	return &Error{Code: problem.CodeKeysUnavailable, Detail: "the partner's published key set is refused: " + refused.Error(), Err: refused}
+}
+
+// RefusedKeySet is the key source of a partner whose published key set ParseKeySet
+// refused with err: every lookup answers as the gateway does while the set it fetched is
+// refused (keys_unavailable, with the reason). The partner kit's check uses it, so that it
+// predicts the gateway's answer word for word. An err that is not a *KeySetError is
+// answered as a set that is not available.
+func RefusedKeySet(err error) KeySource { return refusedKeys{err} }
+
+type refusedKeys struct{ err error }
+
+func (r refusedKeys) Key(context.Context, string) (*Key, error) {
+	var kerr *KeySetError
+	if errors.As(r.err, &kerr) {
+		return nil, errKeySetRefused(kerr)
+	}
+	return nil, errKeysUnavailable(r.err)
 }
 
 var _ KeySource = (*KeySet)(nil)

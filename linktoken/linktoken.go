@@ -21,12 +21,22 @@ import (
 )
 
 // Error is a rejected token. Detail is safe to show to the client and to log: it never
-// contains a token, a claim value or a key.
+// contains a token, a claim value or a key. It may name what the partner agreed to (its
+// issuer, audience and limits) and, for a refused key set, the partner's published set's
+// fault; the problem document carries Expected, MaxLifetime, Kind and KindFrom as members.
 type Error struct {
 	Code   problem.Code
 	Detail string
 	// Fields lists the failing payload fields (problem.CodePayloadInvalid).
 	Fields []linkspec.FieldError
+	// Expected is the agreed value of the failing claim (issuer_invalid, audience_invalid).
+	Expected string
+	// MaxLifetime is the partner's lifetime limit in seconds (lifetime_too_long).
+	MaxLifetime int64
+	// Kind is the kind the payload was read as, and KindFrom the fields that made it a
+	// main link (payload_invalid, kind_not_allowed).
+	Kind     linkspec.Kind
+	KindFrom []string
 	// Err is the underlying cause, for logs at debug level; it never carries a value either.
 	Err error
 }

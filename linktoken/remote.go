@@ -116,8 +116,11 @@ type RemoteKeys struct {
 
 // remoteState is the set in use, replaced whole so that lookups read it without a lock.
 type remoteState struct {
-	set     *KeySet
+	set     *KeySet   // nil until a set loads
 	fetched time.Time // last successful fetch, by cfg.Now
+	// refused is why the set last fetched was refused, nil once a set loads again. A
+	// lookup the usable set cannot answer answers with it: the partner's fix is in the set.
+	refused *KeySetError
 }
 
 // NewRemoteKeys checks the configuration and returns a source that is not fetching yet;
@@ -344,18 +347,15 @@ func (r *RemoteKeys) Start(ctx context.Context) {
 
 // Key returns the key with the given kid. Before the first successful fetch, and once the
 // last good set is older than MaxStale, it answers keys_unavailable. For an unknown kid it
-// refetches the set, at most once per cooldown, sharing a fetch already under way.
+// refetches the set, at most once per cooldown, sharing a fetch already under way. While
+// the set last fetched is refused, a kid the usable set lacks is answered keys_unavailable
+// with the refusal's reason, as when no set is usable: the partner's key is most likely in
+// the refused set.
 func (r *RemoteKeys) Key(ctx context.Context, kid string) (*Key, error) {
 	now := r.cfg.Now()
-	st := r.state.Load()
-	if st == nil || now.Sub(st.fetched) > r.cfg.MaxStale {
-		return nil, errKeysUnavailable(nil)
-	}
-	if k, ok := st.set.keys[kid]; ok {
-		return k, nil
-	}
-	if kid == "" || len(kid) > MaxKeyIDLength {
-		return nil, errKeyUnknown()
+	k, miss, err := r.lookup(kid)
+	if !miss || kid == "" || len(kid) > MaxKeyIDLength {
+		return k, err
 	}
 
 	r.mu.Lock()
@@ -363,7 +363,7 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*Key, error) {
 	if ch == nil {
 		if r.ctx == nil || (!r.lastMiss.IsZero() && now.Sub(r.lastMiss) < r.cfg.Cooldown) {
 			r.mu.Unlock()
-			return nil, errKeyUnknown()
+			return nil, err
 		}
 		r.lastMiss = now
 		ch = r.startFetchLocked(FetchUnknownKid)
@@ -375,21 +375,37 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*Key, error) {
 	case <-ctx.Done():
 		return nil, errKeysUnavailable(ctx.Err())
 	}
-	st = r.state.Load()
-	if st == nil || r.cfg.Now().Sub(st.fetched) > r.cfg.MaxStale {
-		return nil, errKeysUnavailable(nil)
+	k, _, err = r.lookup(kid)
+	return k, err
+}
+
+// lookup answers kid from the state in use; miss reports a kid that a usable set does not
+// hold, which a refetch may find.
+func (r *RemoteKeys) lookup(kid string) (k *Key, miss bool, err error) {
+	st := r.state.Load()
+	switch {
+	case st == nil:
+		return nil, false, errKeysUnavailable(nil)
+	case st.set == nil || r.cfg.Now().Sub(st.fetched) > r.cfg.MaxStale:
+		if st.refused != nil {
+			return nil, false, errKeySetRefused(st.refused)
+		}
+		return nil, false, errKeysUnavailable(nil)
 	}
 	if k, ok := st.set.keys[kid]; ok {
-		return k, nil
+		return k, false, nil
 	}
-	return nil, errKeyUnknown()
+	if st.refused != nil {
+		return nil, true, errKeySetRefused(st.refused)
+	}
+	return nil, true, errKeyUnknown()
 }
 
 // Current returns the set in use and when it was last fetched successfully, or nil before
 // the first successful fetch.
 func (r *RemoteKeys) Current() (*KeySet, time.Time) {
 	st := r.state.Load()
-	if st == nil {
+	if st == nil || st.set == nil {
 		return nil, time.Time{}
 	}
 	return st.set, st.fetched
@@ -509,9 +525,9 @@ func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 	defer resp.Body.Close()
 	ev.Next = refreshInterval(resp.Header, time.Now(), r.cfg.MinRefresh, r.cfg.MaxRefresh)
 
-	if resp.StatusCode == http.StatusNotModified && r.state.Load() != nil {
+	if st := r.state.Load(); resp.StatusCode == http.StatusNotModified && st != nil && st.set != nil {
 		ev.NotModified = true
-		r.state.Store(&remoteState{set: r.state.Load().set, fetched: r.cfg.Now()})
+		r.state.Store(&remoteState{set: st.set, fetched: r.cfg.Now()})
 		return done(nil)
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -522,10 +538,14 @@ func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 		return done(fmt.Errorf("reading key set: %v", err))
 	}
 	if int64(len(body)) > r.cfg.MaxSize {
-		return done(fmt.Errorf("key set is larger than %d bytes", r.cfg.MaxSize))
+		return done(r.refuse(refuseSet(fmt.Errorf("key set is larger than %d bytes", r.cfg.MaxSize))))
 	}
 	set, err := ParseKeySet(body)
 	if err != nil {
+		var kerr *KeySetError
+		if errors.As(err, &kerr) {
+			r.refuse(kerr)
+		}
 		return done(fmt.Errorf("refusing fetched key set: %w", err))
 	}
 	r.state.Store(&remoteState{set: set, fetched: r.cfg.Now()})
@@ -533,6 +553,17 @@ func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 	r.etag = resp.Header.Get("ETag")
 	r.mu.Unlock()
 	return done(nil)
+}
+
+// refuse records that the set just fetched was refused, keeping the last good set in use,
+// and returns the refusal for the fetch's event.
+func (r *RemoteKeys) refuse(kerr *KeySetError) error {
+	st := &remoteState{refused: kerr}
+	if old := r.state.Load(); old != nil {
+		st.set, st.fetched = old.set, old.fetched
+	}
+	r.state.Store(st)
+	return kerr
 }
 
 // refreshInterval reads the freshness lifetime of a response (RFC 9111 §4.2.1:

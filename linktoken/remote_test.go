@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,21 +250,26 @@ func TestRemoteKeysUnknownKidFlood(t *testing.T) {
 	}
 }
 
+// TestRemoteKeysKeepsLastGoodSet: a failed fetch and a refused set leave the last good set
+// in use. A kid that set lacks is key_unknown after a failed fetch, and keys_unavailable
+// with the refusal's reason after a refused one (the partner's key is most likely in the
+// set it published), until a good set loads again.
 func TestRemoteKeysKeepsLastGoodSet(t *testing.T) {
 	k := keys(t)
 	for _, tc := range []struct {
-		name    string
-		status  int
-		body    []byte
-		wantErr string
+		name     string
+		status   int
+		body     []byte
+		wantErr  string
+		wantCode problem.Code
 	}{
-		{"server down", http.StatusServiceUnavailable, nil, "status 503"},
-		{"not found", http.StatusNotFound, []byte("no"), "status 404"},
-		{"garbage", http.StatusOK, []byte("<html>oops</html>"), "parsing key set"},
-		{"empty set", http.StatusOK, []byte(`{"keys":[]}`), "no keys"},
-		{"private key", http.StatusOK, jwksJSON(t, jwkJSON(t, k.RSA, "a", "", nil)), "private"},
-		{"weak key", http.StatusOK, jwksJSON(t, jwkJSON(t, fakeRSAKey(t, 1024, 65537), "a", "", nil)), "1024 bits"},
-		{"too large", http.StatusOK, []byte(`{"keys":[],"pad":"` + strings.Repeat("x", MaxKeySetSize) + `"}`), "larger"},
+		{"server down", http.StatusServiceUnavailable, nil, "status 503", problem.CodeKeyUnknown},
+		{"not found", http.StatusNotFound, []byte("no"), "status 404", problem.CodeKeyUnknown},
+		{"garbage", http.StatusOK, []byte("<html>oops</html>"), "parsing key set", problem.CodeKeysUnavailable},
+		{"empty set", http.StatusOK, []byte(`{"keys":[]}`), "no keys", problem.CodeKeysUnavailable},
+		{"private key", http.StatusOK, jwksJSON(t, jwkJSON(t, k.RSA, "a", "", nil)), `key 0 (kid "a"): key holds private key material (member "d")`, problem.CodeKeysUnavailable},
+		{"weak key", http.StatusOK, jwksJSON(t, jwkJSON(t, fakeRSAKey(t, 1024, 65537), "a", "", nil)), "1024 bits", problem.CodeKeysUnavailable},
+		{"too large", http.StatusOK, []byte(`{"keys":[],"pad":"` + strings.Repeat("x", MaxKeySetSize) + `"}`), "larger", problem.CodeKeysUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newJWKSServer(t, setA(t))
@@ -272,12 +278,18 @@ func TestRemoteKeysKeepsLastGoodSet(t *testing.T) {
 			srv.set(tc.status, tc.body)
 
 			clock.Add(time.Hour) // past the cooldown: the unknown kid refetches
-			if _, err := r.Key(context.Background(), "new"); CodeOf(err) != problem.CodeKeyUnknown {
-				t.Errorf("Key(new) = %v, want %q", err, problem.CodeKeyUnknown)
+			_, err := r.Key(context.Background(), "new")
+			if CodeOf(err) != tc.wantCode {
+				t.Errorf("Key(new) = %v, want %q", err, tc.wantCode)
 			}
 			ev := nextEvent(t, events)
 			if ev.Err == nil || !strings.Contains(ev.Err.Error(), tc.wantErr) {
 				t.Errorf("fetch error = %v, want it to contain %q", ev.Err, tc.wantErr)
+			}
+			var e *Error
+			if tc.wantCode == problem.CodeKeysUnavailable && (!errors.As(err, &e) ||
+				!strings.HasPrefix(e.Detail, "the partner's published key set is refused: ") || !strings.Contains(e.Detail, tc.wantErr)) {
+				t.Errorf("Key(new) = %v, want the refusal's reason %q in the detail", err, tc.wantErr)
 			}
 			if ev.Keys != 1 {
 				t.Errorf("fetch event Keys = %d, want 1 (the last good set)", ev.Keys)
@@ -285,7 +297,40 @@ func TestRemoteKeysKeepsLastGoodSet(t *testing.T) {
 			if key, err := r.Key(context.Background(), "a"); err != nil || key.KeyID() != "a" {
 				t.Errorf("Key(a) with the source failing = %v, %v, want the last good key", key, err)
 			}
+			// A good set again: the refusal is forgotten, an unknown kid is key_unknown.
+			srv.set(http.StatusOK, jwksJSON(t, jwkJSON(t, &k.RSA.PublicKey, "a", "", nil)))
+			clock.Add(time.Hour)
+			if _, err := r.Key(context.Background(), "other"); CodeOf(err) != problem.CodeKeyUnknown {
+				t.Errorf("Key(other) after a good set loaded = %v, want %q", err, problem.CodeKeyUnknown)
+			}
+			if ev := nextEvent(t, events); ev.Err != nil {
+				t.Errorf("fetch of the good set: %v", ev.Err)
+			}
 		})
+	}
+}
+
+// TestRemoteKeysRefusedFirstSet: a partner whose first published set is refused gets
+// keys_unavailable with the reason for every kid, the same answer RefusedKeySet gives.
+func TestRemoteKeysRefusedFirstSet(t *testing.T) {
+	body := jwksJSON(t, jwkJSON(t, keys(t).EC, "ec-2026", "", nil))
+	srv := newJWKSServer(t, setA(t))
+	srv.set(http.StatusOK, body)
+	r, _, events := startRemote(t, srv, RemoteConfig{})
+	if ev := nextEvent(t, events); ev.Err == nil {
+		t.Fatal("the first fetch of a private key set succeeded")
+	}
+	_, perr := ParseKeySet(body)
+	_, want := RefusedKeySet(perr).Key(context.Background(), "ec-2026")
+	for _, kid := range []string{"ec-2026", "a"} {
+		_, err := r.Key(context.Background(), kid)
+		if !reflect.DeepEqual(err, want) {
+			t.Errorf("Key(%s) = %v, want %v", kid, err, want)
+		}
+	}
+	if e := (*Error)(nil); !errors.As(want, &e) || e.Code != problem.CodeKeysUnavailable ||
+		e.Detail != `the partner's published key set is refused: key 0 (kid "ec-2026"): key holds private key material (member "d"): publish only the public key, and replace this key since its private part is exposed` {
+		t.Errorf("RefusedKeySet answer = %v", want)
 	}
 }
 

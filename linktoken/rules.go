@@ -55,8 +55,9 @@ type rule struct {
 const (
 	ruleAlgorithm    = 3
 	ruleKeyAlgorithm = 9
-	ruleNoncePresent = 20
-	ruleDropped      = 23
+	ruleSeconds      = 12
+	ruleNoncePresent = 21
+	ruleDropped      = 24
 )
 
 // rules is the verification in docs/architecture.md order, cheap checks first. Nothing of
@@ -149,6 +150,12 @@ var rules = [...]rule{
 			return decodeClaims(s.seg.payload, &s.claims)
 		},
 	},
+	ruleSeconds: {
+		id: "A-DEC-4", code: problem.CodeTimeInMilliseconds,
+		text:    static("nbf, exp and iat are seconds, not milliseconds: at most 10^11"),
+		check:   func(_ *Verifier, s *state) error { return checkSeconds(&s.claims) },
+		explain: explainSeconds,
+	},
 	{
 		id: "A-AUTH-9", code: problem.CodeIssuerInvalid,
 		text:    func(r *Rules) string { return fmt.Sprintf("iss is %q", r.Issuer) },
@@ -167,19 +174,19 @@ var rules = [...]rule{
 		check: func(_ *Verifier, s *state) error { return checkTimesPresent(&s.claims) },
 	},
 	{
-		id: "A-AUTH-6", code: problem.CodeLifetimeTooLong,
+		id: "A-AUTH-6", code: problem.CodeLifetimeTooLong, needs: 1 << ruleSeconds,
 		text:    func(r *Rules) string { return fmt.Sprintf("exp is at most %v after nbf", r.MaxLifetime) },
 		check:   func(v *Verifier, s *state) error { return v.checkLifetime(&s.claims) },
 		explain: explainLifetime,
 	},
 	{
-		code:    problem.CodeClaimsInvalid,
+		code: problem.CodeClaimsInvalid, needs: 1 << ruleSeconds,
 		text:    static("exp is after nbf"),
 		check:   func(_ *Verifier, s *state) error { return checkTimesOrdered(&s.claims) },
 		explain: explainLifetime,
 	},
 	{
-		id: "A-AUTH-7", code: problem.CodeClaimsInvalid,
+		id: "A-AUTH-7", code: problem.CodeClaimsInvalid, needs: 1 << ruleSeconds,
 		text:  static("iat, where present, equals nbf"),
 		check: func(_ *Verifier, s *state) error { return checkIssuedAt(&s.claims) },
 		explain: func(_ *Verifier, s *state) string {
@@ -187,13 +194,13 @@ var rules = [...]rule{
 		},
 	},
 	{
-		id: "A-AUTH-7", code: problem.CodeTokenNotYetValid,
+		id: "A-AUTH-7", code: problem.CodeTokenNotYetValid, needs: 1 << ruleSeconds,
 		text:    func(r *Rules) string { return fmt.Sprintf("now is not before nbf - %v leeway", r.Leeway) },
 		check:   func(v *Verifier, s *state) error { return v.checkNotBefore(&s.claims, s.now) },
 		explain: func(_ *Verifier, s *state) string { return explainTime("nbf", s.claims.NotBefore.v, s.now) },
 	},
 	{
-		id: "A-AUTH-6", code: problem.CodeTokenExpired,
+		id: "A-AUTH-6", code: problem.CodeTokenExpired, needs: 1 << ruleSeconds,
 		text:    func(r *Rules) string { return fmt.Sprintf("now is before exp + %v leeway", r.Leeway) },
 		check:   func(v *Verifier, s *state) error { return v.checkExpiry(&s.claims, s.now) },
 		explain: func(_ *Verifier, s *state) string { return explainTime("exp", s.claims.Expiry.v, s.now) },
@@ -399,6 +406,19 @@ func explainKeyAlgorithm(_ *Verifier, s *state) string {
 		return fmt.Sprintf("a %s key cannot verify %q", k.Type(), clip(alg))
 	}
 	return fmt.Sprintf("%s key for %s", k.Type(), alg)
+}
+
+func explainSeconds(_ *Verifier, s *state) string {
+	var found []string
+	for _, d := range [...]struct {
+		name string
+		d    numericDate
+	}{{"nbf", s.claims.NotBefore}, {"exp", s.claims.Expiry}, {"iat", s.claims.IssuedAt}} {
+		if d.d.set {
+			found = append(found, fmt.Sprintf("%s %d", d.name, d.d.v))
+		}
+	}
+	return strings.Join(found, ", ")
 }
 
 func explainLifetime(_ *Verifier, s *state) string {

@@ -212,7 +212,7 @@ func splitCompact(token []byte, buf *[]byte) (segments, error) {
 		return s, malformed("the token is longer than the limit")
 	}
 	if token[0] == '{' {
-		return s, malformed("the token is a JSON serialization: only the compact serialization is accepted")
+		return s, malformed(jsonTokenDetail(token))
 	}
 	// Three IndexByte scans (vectorized) find the dots; the strict decoder below refuses
 	// every byte outside the base64url alphabet except CR and LF, which Go's decoder skips,
@@ -225,7 +225,7 @@ func splitCompact(token []byte, buf *[]byte) (segments, error) {
 		}
 	}
 	if d1 < 0 || bytes.IndexByte(token[d1+1:], '.') >= 0 {
-		return s, malformed("the token does not have three segments: only a compact JWS is accepted")
+		return s, malformed("the token does not have three parts separated by dots: " + compactForm)
 	}
 	if bytes.IndexByte(token, '\n') >= 0 || bytes.IndexByte(token, '\r') >= 0 {
 		return s, malformed("the token contains a character outside base64url")
@@ -254,6 +254,34 @@ func splitCompact(token []byte, buf *[]byte) (segments, error) {
 	s.payloadB64 = p
 	s.signingInput = token[:dots[1]]
 	return s, nil
+}
+
+// compactForm is what a token must be, in the words of the answers that say so.
+const compactForm = "a token is the compact JWS that a JWT library's sign function returns, " +
+	"three base64url parts separated by dots (header.payload.signature)"
+
+// jsonTokenDetail says what a token that is JSON was meant to be, from its top-level member
+// names (never their values): a JWS in its JSON serialization (RFC 7515 §7.2), a body that
+// wraps the token in a JSON object, as a form's payload field would in another encoding,
+// or a claim set that was never signed.
+func jsonTokenDetail(token []byte) string {
+	var members map[string]jsontext.Value
+	if json.Unmarshal(token, &members) != nil {
+		return "the token starts with { as JSON does: " + compactForm
+	}
+	_, sig := members["signature"]
+	_, sigs := members["signatures"]
+	_, payload := members["payload"]
+	_, tok := members["token"]
+	switch {
+	case sig || sigs:
+		return "the token is a JWS in its JSON serialization: only the compact serialization is accepted; " + compactForm
+	case payload || tok:
+		return "the token is a JSON object that wraps a token: send the compact token itself, " +
+			"three base64url parts separated by dots, as the body of /url with Content-Type text/plain, " +
+			"or as the form field payload of /payload with Content-Type application/x-www-form-urlencoded"
+	}
+	return "the token is a JSON object, not a signed token (claims must be signed, not sent as JSON): " + compactForm
 }
 
 func decodeSegment(dst, src []byte) ([]byte, error) {

@@ -37,7 +37,8 @@ type Step struct {
 }
 
 // Report explains a token rule by rule. The steps are linktoken's trace of the gateway's
-// own verification, and the verdict (Accepted, Code, Detail) is that verification's.
+// own verification, and the verdict (Accepted, Code, Detail and the problem document's
+// members) is that verification's: the gateway answers the same code and detail.
 //
 // Its JSON (MarshalJSON) is what `partnerlink check --json` prints and what the gateway's
 // dry run (POST /partner/{name}/check) answers, so that the two cannot drift.
@@ -47,13 +48,21 @@ type Report struct {
 	Code     problem.Code
 	Detail   string
 	Fields   []linkspec.FieldError
+	// Expected and MaxLifetime are the problem document's members of the same names:
+	// the agreed issuer or audience, and the lifetime limit in seconds.
+	Expected    string
+	MaxLifetime int64
+	// Kind is the kind of an accepted link, and of a rejected one whose payload was read
+	// (payload_invalid, kind_not_allowed); KindFrom the fields that made it a main link.
 	Kind     linkspec.Kind
+	KindFrom []string
 	// Dropped lists the optional payload fields the gateway drops because their values
 	// are malformed or blank, with the reason (an accepted token only): the link works,
 	// but the service does not get those values.
 	Dropped []linkspec.FieldError
-	// KeySetError is set when the gateway would refuse the key set itself; no token can
-	// then be accepted (keys_unavailable at the gateway).
+	// KeySetError is set when the gateway would refuse the key set itself: which key and
+	// why. No token can then be accepted: the gateway answers keys_unavailable with this
+	// reason (jwks_url), or does not load the configuration (jwks_file).
 	KeySetError string
 	// RequestID is the gateway's request id, set by a dry run only, so that the service
 	// can find the run's log line.
@@ -74,7 +83,10 @@ type reportJSON struct {
 	Status      int                   `json:"status,omitempty"`
 	Detail      string                `json:"detail,omitempty"`
 	Fields      []linkspec.FieldError `json:"fields,omitempty"`
+	Expected    string                `json:"expected,omitempty"`
+	MaxLifetime int64                 `json:"max_lifetime,omitempty"`
 	Kind        linkspec.Kind         `json:"kind,omitempty"`
+	KindFrom    []string              `json:"kind_from,omitempty"`
 	Dropped     []linkspec.FieldError `json:"dropped,omitempty"`
 	KeySetError string                `json:"key_set_error,omitempty"`
 	Rules       []Step                `json:"rules"`
@@ -82,12 +94,14 @@ type reportJSON struct {
 }
 
 // MarshalJSON encodes the report in its one JSON shape: verdict, the code and status the
-// link endpoint would answer (rejected only), detail, fields, kind and dropped (accepted
-// only), key_set_error, the rules in the gateway's order, and request_id (a dry run only).
+// link endpoint would answer (rejected only), detail, fields, the problem document's
+// members (expected, max_lifetime, kind, kind_from), dropped (accepted only),
+// key_set_error, the rules in the gateway's order, and request_id (a dry run only).
 func (r *Report) MarshalJSON() ([]byte, error) {
 	w := reportJSON{
 		Verdict: VerdictRejected, Code: r.Code, Detail: r.Detail, Fields: r.Fields,
-		Kind: r.Kind, Dropped: r.Dropped, KeySetError: r.KeySetError, Rules: r.Steps, RequestID: r.RequestID,
+		Expected: r.Expected, MaxLifetime: r.MaxLifetime, Kind: r.Kind, KindFrom: r.KindFrom,
+		Dropped: r.Dropped, KeySetError: r.KeySetError, Rules: r.Steps, RequestID: r.RequestID,
 	}
 	if r.Accepted {
 		w.Verdict = VerdictAccepted
@@ -112,13 +126,14 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	*r = Report{
 		Steps: w.Rules, Accepted: w.Verdict == VerdictAccepted, Code: w.Code, Detail: w.Detail,
-		Fields: w.Fields, Kind: w.Kind, Dropped: w.Dropped, KeySetError: w.KeySetError, RequestID: w.RequestID,
+		Fields: w.Fields, Expected: w.Expected, MaxLifetime: w.MaxLifetime, Kind: w.Kind, KindFrom: w.KindFrom,
+		Dropped: w.Dropped, KeySetError: w.KeySetError, RequestID: w.RequestID,
 	}
 	return nil
 }
 
 // CodeKeySetRefused is the code Check reports when the key set fails the gateway's load
-// checks: the gateway keeps no keys for the partner and answers keys_unavailable.
+// checks: the gateway answers keys_unavailable, with the reason in the detail.
 const CodeKeySetRefused = problem.CodeKeysUnavailable
 
 // Check explains, rule by rule, why the gateway would accept or reject token for a partner
@@ -126,34 +141,27 @@ const CodeKeySetRefused = problem.CodeKeysUnavailable
 // gateway's nonce store: a token it accepts may still be refused as replayed.
 //
 // The token is trimmed of surrounding white space first, as the gateway's endpoints do. A
-// key set the gateway refuses is reported in KeySetError and treated as the gateway treats
-// a partner whose key set could not be loaded: a token that gets as far as the key lookup
-// is refused with keys_unavailable.
+// key set the gateway refuses is reported in KeySetError and answered as the gateway
+// answers while the set at a partner's jwks_url is refused: a token that gets as far as
+// the key lookup is refused with keys_unavailable and the reason. (A gateway that loaded
+// an earlier good set still accepts tokens of that set's keys; check cannot know it.)
 func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules, now time.Time) *Report {
 	token = strings.TrimSpace(token)
 	v, err := linktoken.NewVerifier(rules, linktoken.WithClock(func() time.Time { return now }))
 	if err != nil {
 		return &Report{Detail: "the rules are not valid: " + err.Error()}
 	}
+	var keys linktoken.KeySource
 	var keySetError string
 	set, err := linktoken.ParseKeySet(jwks)
 	if err != nil {
 		keySetError = err.Error()
-		set = nil // a nil set answers keys_unavailable, as an unloaded set at the gateway
+		keys = linktoken.RefusedKeySet(err)
+	} else {
+		keys = set
 	}
-	tr := v.Trace(ctx, []byte(token), set)
-	rep := TraceReport(tr, "only the gateway's nonce store knows: each token is accepted once")
+	rep := TraceReport(v.Trace(ctx, []byte(token), keys), "only the gateway's nonce store knows: each token is accepted once")
 	rep.KeySetError = keySetError
-	if rep.KeySetError != "" {
-		for i := range rep.Steps {
-			if s := &rep.Steps[i]; s.Outcome == Failed && s.Code == CodeKeySetRefused {
-				s.Detail = "the gateway refuses the key set: " + rep.KeySetError
-			}
-		}
-		if rep.Code == CodeKeySetRefused {
-			rep.Detail = "the gateway refuses this key set: " + rep.KeySetError
-		}
-	}
 	return rep
 }
 
@@ -182,6 +190,7 @@ func TraceReport(tr *linktoken.Trace, nonceDetail string) *Report {
 		var le *linktoken.Error
 		if errors.As(tr.Err, &le) {
 			r.Code, r.Detail, r.Fields = le.Code, le.Detail, le.Fields
+			r.Expected, r.MaxLifetime, r.Kind, r.KindFrom = le.Expected, le.MaxLifetime, le.Kind, le.KindFrom
 		} else {
 			// A verifier error without a code is a bug; the gateway answers it so.
 			r.Code, r.Detail = problem.CodeInternal, "the token could not be checked"

@@ -55,12 +55,13 @@ const (
 	CodeKeyUnknown          Code = "key_unknown"           // kid not in the partner's key set
 	CodeKeysUnavailable     Code = "keys_unavailable"      // the key set is not loaded (yet)
 	CodeSignatureInvalid    Code = "signature_invalid"
-	CodeClaimsInvalid       Code = "claims_invalid"      // wrong JSON type, duplicate member, missing nbf/exp, iat != nbf
-	CodeIssuerInvalid       Code = "issuer_invalid"      // iss is not the partner's issuer
-	CodeAudienceInvalid     Code = "audience_invalid"    // aud does not contain the agreed audience
-	CodeLifetimeTooLong     Code = "lifetime_too_long"   // exp - nbf over max_lifetime
-	CodeTokenNotYetValid    Code = "token_not_yet_valid" // now < nbf - leeway
-	CodeTokenExpired        Code = "token_expired"       // now >= exp + leeway
+	CodeClaimsInvalid       Code = "claims_invalid"       // wrong JSON type, duplicate member, missing nbf/exp, iat != nbf
+	CodeTimeInMilliseconds  Code = "time_in_milliseconds" // nbf, exp or iat above 10^11: milliseconds, not seconds
+	CodeIssuerInvalid       Code = "issuer_invalid"       // iss is not the partner's issuer
+	CodeAudienceInvalid     Code = "audience_invalid"     // aud does not contain the agreed audience
+	CodeLifetimeTooLong     Code = "lifetime_too_long"    // exp - nbf over max_lifetime
+	CodeTokenNotYetValid    Code = "token_not_yet_valid"  // now < nbf - leeway
+	CodeTokenExpired        Code = "token_expired"        // now >= exp + leeway
 	CodeNonceMissing        Code = "nonce_missing"
 	CodeNonceInvalid        Code = "nonce_invalid"    // not a string, or outside the length bounds
 	CodePayloadInvalid      Code = "payload_invalid"  // the app service answers it too
@@ -136,6 +137,7 @@ var kinds = map[Code]kind{
 	CodeKeysUnavailable:     {"Partner keys unavailable", http.StatusServiceUnavailable},
 	CodeSignatureInvalid:    {"Signature invalid", http.StatusUnauthorized},
 	CodeClaimsInvalid:       {"Claims invalid", http.StatusBadRequest},
+	CodeTimeInMilliseconds:  {"Time in milliseconds", http.StatusBadRequest},
 	CodeIssuerInvalid:       {"Issuer invalid", http.StatusUnauthorized},
 	CodeAudienceInvalid:     {"Audience invalid", http.StatusUnauthorized},
 	CodeLifetimeTooLong:     {"Token lifetime too long", http.StatusBadRequest},
@@ -190,7 +192,9 @@ type FieldError struct {
 }
 
 // Problem is a rejection as RFC 9457 describes it, with the code, the failing fields and
-// the request id as extension members.
+// the request id as extension members, and, for some codes, what the gateway expected
+// instead and which link kind it read. Those say what to fix; they name the partner's
+// agreed values and the interface's limits, never a value of the token.
 type Problem struct {
 	Type      string       `json:"type"`
 	Title     string       `json:"title"`
@@ -199,6 +203,18 @@ type Problem struct {
 	Code      string       `json:"code"`
 	Fields    []FieldError `json:"fields,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
+	// Expected is the value the failing claim must have (issuer_invalid: the agreed
+	// issuer; audience_invalid: the agreed audience).
+	Expected string `json:"expected,omitempty"`
+	// MaxLifetime is the longest exp - nbf the partner may sign, in seconds
+	// (lifetime_too_long).
+	MaxLifetime int64 `json:"max_lifetime,omitempty"`
+	// Kind is the link kind the payload was read as, main or go (payload_invalid,
+	// kind_not_allowed), and KindFrom the fields that made it a main link: those of
+	// employeeId, employeeFirstname and employeeLastname it carries. A go link carries none,
+	// and KindFrom is absent.
+	Kind     string   `json:"kind,omitempty"`
+	KindFrom []string `json:"kind_from,omitempty"`
 }
 
 // New is the problem of code c with its title and status. detail must be safe to show and

@@ -22,6 +22,7 @@ func TestStatus(t *testing.T) {
 		problem.CodeTokenMalformed:        400,
 		problem.CodeHeaderInvalid:         400,
 		problem.CodeClaimsInvalid:         400,
+		problem.CodeTimeInMilliseconds:    400,
 		problem.CodePayloadInvalid:        400,
 		problem.CodeLifetimeTooLong:       400,
 		problem.CodeSignatureInvalid:      401,
@@ -73,7 +74,7 @@ func TestEveryCodeHasATitle(t *testing.T) {
 		problem.CodeTokenMalformed, problem.CodeHeaderInvalid,
 		problem.CodeAlgorithmNotAllowed, problem.CodeKeyIDMissing,
 		problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
-		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid,
+		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid, problem.CodeTimeInMilliseconds,
 		problem.CodeIssuerInvalid, problem.CodeAudienceInvalid,
 		problem.CodeLifetimeTooLong, problem.CodeTokenNotYetValid,
 		problem.CodeTokenExpired, problem.CodeNonceMissing,
@@ -105,6 +106,37 @@ func TestJSONShape(t *testing.T) {
 	var back problem.Problem
 	if err := json.Unmarshal(w.Body.Bytes(), &back); err != nil || back.Code != "payload_invalid" {
 		t.Errorf("decoding = %+v, %v", back, err)
+	}
+}
+
+// TestJSONExtensionMembers pins the members that say what was expected and which link
+// kind was read, and that they are absent where a code has none.
+func TestJSONExtensionMembers(t *testing.T) {
+	aud := problem.New(problem.CodeAudienceInvalid, "d")
+	aud.Expected = "svc-link"
+	life := problem.New(problem.CodeLifetimeTooLong, "d")
+	life.MaxLifetime = 300
+	kind := problem.New(problem.CodePayloadInvalid, "d")
+	kind.Kind, kind.KindFrom = "main", []string{"employeeFirstname", "employeeLastname"}
+	goKind := problem.New(problem.CodeKindNotAllowed, "d")
+	goKind.Kind = "go"
+	for _, tt := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{aud, `"code":"audience_invalid","expected":"svc-link"}`},
+		{life, `"code":"lifetime_too_long","max_lifetime":300}`},
+		{kind, `"code":"payload_invalid","kind":"main","kind_from":["employeeFirstname","employeeLastname"]}`},
+		{goKind, `"code":"kind_not_allowed","kind":"go"}`},
+		{problem.New(problem.CodeTokenExpired, "d"), `"code":"token_expired"}`},
+	} {
+		w := httptest.NewRecorder()
+		if err := problem.WriteJSON(w, tt.p); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Body.String(); !strings.HasSuffix(got, tt.want) {
+			t.Errorf("WriteJSON(%s) = %s, want it to end in %s", tt.p.Code, got, tt.want)
+		}
 	}
 }
 

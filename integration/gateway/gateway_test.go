@@ -124,6 +124,10 @@ type problemDoc struct {
 		Field  string `json:"field"`
 		Reason string `json:"reason"`
 	} `json:"fields"`
+	Expected    string   `json:"expected"`
+	MaxLifetime int64    `json:"max_lifetime"`
+	Kind        string   `json:"kind"`
+	KindFrom    []string `json:"kind_from"`
 }
 
 func decodeProblem(t *testing.T, r *harness.Response) problemDoc {

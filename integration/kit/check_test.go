@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,7 +18,7 @@ import (
 )
 
 var (
-	verdict   = regexp.MustCompile(`(?m)^verdict: (accepted|rejected: ([a-z_]+))`)
+	verdict   = regexp.MustCompile(`(?m)^verdict: (accepted.*|rejected: ([a-z_]+)(?:: (.*))?)$`)
 	firstFail = regexp.MustCompile(`(?m)^FAIL .*$`)
 )
 
@@ -40,19 +42,43 @@ func signHeaderText(t *testing.T, k *harness.Key, header string, claims []byte) 
 // accepted).
 func checkVerdict(t *testing.T, tok, jwks string, extra ...string) (int, string, string) {
 	t.Helper()
+	exit, code, _, report := checkAnswer(t, tok, jwks, extra...)
+	return exit, code, report
+}
+
+// checkAnswer is checkVerdict with the verdict's detail, the gateway's detail as check
+// predicts it.
+func checkAnswer(t *testing.T, tok, jwks string, extra ...string) (exit int, code, detail, report string) {
+	t.Helper()
 	r := partnerlink(t, append([]string{"check", tok, "--jwks", jwks, "--iss", issuer, "--aud", audience}, extra...)...)
 	m := verdict.FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("check printed no verdict (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	return r.code, m[2], r.stdout
+	return r.code, m[2], m[3], r.stdout
+}
+
+// gatewayDetail returns the detail of a problem answer, "" for an accepted link.
+func gatewayDetail(t *testing.T, r *harness.Response) string {
+	t.Helper()
+	if r.StatusCode == http.StatusOK {
+		return ""
+	}
+	var p struct {
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("decoding the problem %s: %v", r.Body, err)
+	}
+	return p.Detail
 }
 
 // goOnlyAudience is the audience of the Go-only partner.
 const goOnlyAudience = audience + "-go"
 
 // TestCheckAgreesWithGateway sends tokens broken in every way the gateway's verifier
-// rejects to the real gateway and to `partnerlink check`, and compares verdicts and codes.
+// rejects to the real gateway and to `partnerlink check`, and compares verdicts, codes and
+// details.
 func TestCheckAgreesWithGateway(t *testing.T) {
 	rsa := harness.NewKey(t, "RS256", "rsa-1")
 	ps := harness.NewKey(t, "PS256", "ps-1")
@@ -153,6 +179,18 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"iat": now.Unix() - 5} }))
 		}, "claims_invalid"},
 		{"lifetime 6 minutes", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Lifetime = 6 * time.Minute })) }, "lifetime_too_long"},
+		{"exp in milliseconds", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"exp": now.Add(2 * time.Minute).UnixMilli()} }))
+		}, "time_in_milliseconds"},
+		{"nbf, iat and exp in milliseconds", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) {
+				k.Claims = map[string]any{"nbf": now.UnixMilli(), "iat": now.UnixMilli(), "exp": now.Add(2 * time.Minute).UnixMilli()}
+			}))
+		}, "time_in_milliseconds"},
+		{"exp from Date.now() / 1000, a fraction", "all", nil, func() string {
+			return ec.Sign(t, with(func(k *harness.Token) { k.Claims = map[string]any{"exp": float64(now.UnixMilli()+120000) / 1000} }))
+		}, "claims_invalid"},
+		{"token wrapped in JSON", "all", nil, func() string { return `{"payload":"` + ec.Sign(t, valid) + `"}` }, "token_malformed"},
 		{"expired", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Now = now.Add(-10 * time.Minute) })) }, "token_expired"},
 		{"not yet valid", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Now = now.Add(10 * time.Minute) })) }, "token_not_yet_valid"},
 		{"nonce missing", "all", nil, func() string {
@@ -176,9 +214,12 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tok := tt.tok()
-			exit, checkCode, report := checkVerdict(t, tok, jwks, tt.checkAs...)
+			exit, checkCode, checkDetail, report := checkAnswer(t, tok, jwks, tt.checkAs...)
 			resp := c.PostURL(t, tt.partner, tok)
 			gwCode := gatewayCode(t, resp)
+			if gw := gatewayDetail(t, resp); gw != checkDetail {
+				t.Errorf("check detail = %q, gateway detail = %q: they must agree", checkDetail, gw)
+			}
 			if gwCode != tt.want {
 				t.Errorf("gateway code = %q, want %q", gwCode, tt.want)
 			}
@@ -191,6 +232,10 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 			// The explanation points at the same rule: the first FAIL line carries the code.
 			if first := firstFail.FindString(report); gwCode != "" && !strings.Contains(first, "["+gwCode+"]") {
 				t.Errorf("the first FAIL line is %q, want one with [%s]:\n%s", first, gwCode, report)
+			}
+			if first := firstFail.FindString(report); gwCode == "time_in_milliseconds" &&
+				!strings.HasPrefix(first, "FAIL nbf, exp and iat are seconds, not milliseconds: at most 10^11 (A-DEC-4) [time_in_milliseconds]: ") {
+				t.Errorf("the first FAIL line is %q, want the rule A-DEC-4", first)
 			}
 			if wantExit := map[bool]int{true: 0, false: 1}[gwCode == ""]; exit != wantExit {
 				t.Errorf("check exit status = %d, want %d", exit, wantExit)
@@ -214,4 +259,59 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 			t.Errorf("check on a used token = %d %q; want accepted with the offline caveat\n%s", exit, code, report)
 		}
 	})
+}
+
+// TestCheckPredictsKeySetRefusal: a key set the gateway refuses, given to `partnerlink
+// check` as a file and to the running gateway at a jwks_url, gets the same code and the
+// same detail from both, naming the refused key and why.
+func TestCheckPredictsKeySetRefusal(t *testing.T) {
+	key := harness.NewKey(t, "ES256", "acme-2026-03")
+	for _, tt := range []struct {
+		name   string
+		body   []byte
+		reason string
+	}{
+		{"private key (exportJWK(privateKey))", []byte(`{"keys":[` + mustJSON(t, key.PrivateJWK(t)) + `]}`),
+			`key 0 (kid "acme-2026-03"): key holds private key material (member "d"): publish only the public key`},
+		{"a single key, not a set", []byte(mustJSON(t, key.PublicJWK(t))), `key set has no "keys" member`},
+		{"use enc", []byte(strings.Replace(string(harness.JWKS(t, key)), `"sig"`, `"enc"`, 1)), `key 0 (kid "acme-2026-03"): key has use "enc"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := harness.NewJWKSServer(t, key)
+			srv.SetBody(tt.body)
+			c, _ := startGateway(t, partner("acme", "jwks_url "+srv.JWKSURL()))
+			file := filepath.Join(t.TempDir(), "jwks.json")
+			if err := os.WriteFile(file, tt.body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tok := key.Sign(t, harness.Token{Issuer: issuer, Audience: audience})
+			exit, code, detail, report := checkAnswer(t, tok, file)
+			want := "the partner's published key set is refused: "
+			if exit != 1 || code != "keys_unavailable" || !strings.HasPrefix(detail, want) || !strings.Contains(detail, tt.reason) {
+				t.Errorf("check = %d %s %q, want keys_unavailable %q…%q\n%s", exit, code, detail, want, tt.reason, report)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				resp := c.PostURL(t, "acme", key.Sign(t, harness.Token{Issuer: issuer, Audience: audience}))
+				gw := gatewayDetail(t, resp)
+				if gw == "the partner's key set is not available" && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond) // the first fetch has not ended yet
+					continue
+				}
+				if got := gatewayCode(t, resp); got != code || gw != detail {
+					t.Errorf("gateway = %s %q, check = %s %q: they must agree", got, gw, code, detail)
+				}
+				break
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

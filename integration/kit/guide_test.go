@@ -55,7 +55,7 @@ func TestGuideListsEveryCode(t *testing.T) {
 	for _, c := range []problem.Code{
 		problem.CodeTokenMalformed, problem.CodeHeaderInvalid, problem.CodeAlgorithmNotAllowed,
 		problem.CodeKeyIDMissing, problem.CodeKeyUnknown, problem.CodeKeysUnavailable,
-		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid, problem.CodeIssuerInvalid,
+		problem.CodeSignatureInvalid, problem.CodeClaimsInvalid, problem.CodeTimeInMilliseconds, problem.CodeIssuerInvalid,
 		problem.CodeAudienceInvalid, problem.CodeLifetimeTooLong, problem.CodeTokenNotYetValid,
 		problem.CodeTokenExpired, problem.CodeNonceMissing, problem.CodeNonceInvalid,
 		problem.CodePayloadInvalid, problem.CodeKindNotAllowed,

@@ -402,7 +402,16 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "exp exponent", Token: member("exp", `1.7e9`), Want: problem.CodeClaimsInvalid},
 		{Name: "exp negative", Token: member("exp", `-1`), Want: problem.CodeClaimsInvalid},
 		{Name: "exp huge", Token: member("exp", strings.Repeat("9", 400)), Want: problem.CodeClaimsInvalid},
-		{Name: "exp beyond year 9999", Token: member("exp", `253402300800`), Want: problem.CodeClaimsInvalid},
+		{Name: "exp of 19 digits", Token: member("exp", `1795000000000000000`), Want: problem.CodeClaimsInvalid},
+		// A time in milliseconds (Date.now()) has its own answer, naming the claims.
+		{Name: "exp in milliseconds", Token: with(func(c map[string]any) { c["exp"] = (nbf + 120) * 1000 }), Want: problem.CodeTimeInMilliseconds},
+		{Name: "nbf, iat and exp in milliseconds", Token: with(func(c map[string]any) {
+			c["nbf"], c["iat"], c["exp"] = nbf*1000, nbf*1000, (nbf+120)*1000
+		}), Want: problem.CodeTimeInMilliseconds},
+		{Name: "iat in milliseconds", Token: with(func(c map[string]any) { c["iat"] = nbf * 1000 }), Want: problem.CodeTimeInMilliseconds},
+		{Name: "exp in microseconds", Token: with(func(c map[string]any) { c["exp"] = (nbf + 120) * 1000000 }), Want: problem.CodeTimeInMilliseconds},
+		{Name: "exp one above the seconds bound", Token: with(func(c map[string]any) { c["exp"] = int64(linktoken.MaxSecondsDate + 1) }), Want: problem.CodeTimeInMilliseconds},
+		{Name: "exp beyond year 9999", Token: member("exp", `253402300800`), Want: problem.CodeTimeInMilliseconds},
 		{Name: "nbf as bool", Token: member("nbf", `true`), Want: problem.CodeClaimsInvalid},
 		{Name: "iat as string", Token: member("iat", `"now"`), Want: problem.CodeClaimsInvalid},
 		{Name: "aud as number", Token: member("aud", `7`), Want: problem.CodeClaimsInvalid},
@@ -432,7 +441,7 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "lifetime one day", Token: with(func(c map[string]any) { c["exp"] = nbf + 86400 }), Want: problem.CodeLifetimeTooLong},
 		// In nanoseconds these differences wrap around int64 to a negative duration.
 		{Name: "lifetime 1e10 s", Token: with(func(c map[string]any) { c["exp"] = nbf + 1e10 }), Want: problem.CodeLifetimeTooLong},
-		{Name: "lifetime to year 9999", Token: with(func(c map[string]any) { c["exp"] = int64(253402300799) }), Want: problem.CodeLifetimeTooLong},
+		{Name: "lifetime to the seconds bound", Token: with(func(c map[string]any) { c["exp"] = int64(linktoken.MaxSecondsDate) }), Want: problem.CodeLifetimeTooLong},
 		{Name: "lifetime over a shorter partner maximum", Rules: linktoken.Rules{MaxLifetime: time.Minute},
 			Token: with(func(c map[string]any) { c["exp"] = nbf + 61 }), Want: problem.CodeLifetimeTooLong},
 		{Name: "lifetime 301s with leeway inside", Now: at.Add(time.Second),

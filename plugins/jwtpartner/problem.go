@@ -14,11 +14,13 @@ import (
 )
 
 // rejection is a refused request: its code, a detail safe to show and log, the failing
-// payload fields, and the cause for the log.
+// payload fields, the verifier's members of the problem document (what was expected, the
+// link kind read), and the cause for the log.
 type rejection struct {
 	code   problem.Code
 	detail string
 	fields []linkspec.FieldError
+	token  *linktoken.Error // the verifier's rejection, nil for the endpoint's own
 	err    error
 	// retryAfter is how long a rate-limited client waits (429 only).
 	retryAfter time.Duration
@@ -31,7 +33,7 @@ func reject(c problem.Code, detail string) *rejection { return &rejection{code: 
 func rejectToken(err error) *rejection {
 	var e *linktoken.Error
 	if errors.As(err, &e) {
-		return &rejection{code: e.Code, detail: e.Detail, fields: e.Fields, err: e.Err}
+		return &rejection{code: e.Code, detail: e.Detail, fields: e.Fields, token: e, err: e.Err}
 	}
 	return &rejection{code: problem.CodeInternal, detail: "the token could not be checked", err: err}
 }
@@ -46,6 +48,9 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 
 	p := problem.New(rej.code, rej.detail)
 	p.Fields, p.RequestID = rej.fields, rq.requestID
+	if e := rej.token; e != nil {
+		p.Expected, p.MaxLifetime, p.Kind, p.KindFrom = e.Expected, e.MaxLifetime, string(e.Kind), e.KindFrom
+	}
 	hdr := w.Header()
 	switch p.Status {
 	case http.StatusMethodNotAllowed:

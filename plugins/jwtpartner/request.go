@@ -137,10 +137,15 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	case err != nil:
 		return &rejection{code: problem.CodeNonceStoreUnavailable, detail: "the replay store is unavailable; try again shortly", err: err}
 	case !fresh:
-		return reject(problem.CodeTokenReplayed, "this token was used before; every link needs a new token with a new nonce")
+		return reject(problem.CodeTokenReplayed, replayedDetail)
 	}
 	return nil
 }
+
+// replayedDetail answers a nonce claimed before. It is the nonce that was used, whatever
+// else the token carries, so the fix is a new nonce: one random value per link.
+const replayedDetail = "a token with this nonce was used before: sign a new token for every link, " +
+	"each with a new random nonce (crypto.randomUUID() in Node.js, secrets.token_urlsafe(32) in Python); never send a token twice"
 
 // splitPartnerPath splits the escaped path "/partner/{name}/{endpoint}". It works on the
 // escaped form because an encoded slash is data, not a delimiter (RFC 3986 §2.2): the
@@ -175,7 +180,7 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, he
 		want = "application/x-www-form-urlencoded"
 	}
 	if err != nil || mt != want || !onlyCharset(params) {
-		return nil, reject(problem.CodeUnsupportedMediaType, "the "+endpoint+" endpoint takes Content-Type "+want)
+		return nil, reject(problem.CodeUnsupportedMediaType, mediaTypeDetail(endpoint, mt))
 	}
 	// A token in the URL ends up in access logs, browser history and Referer headers: it
 	// is refused on both endpoints, so a partner finds the mistake on its first try.
@@ -219,6 +224,29 @@ func (h *Handler) readToken(r *http.Request, endpoint string, bodyRead *bool, he
 		return nil, reject(problem.CodeTokenMissing, "the form must carry one payload field holding the token")
 	}
 	return []byte(strings.TrimSpace(vals[0])), nil
+}
+
+// mediaTypeDetail says what the endpoint takes, and where a body of the media type mt
+// belongs instead when it fits the other endpoint or is JSON.
+func mediaTypeDetail(endpoint, mt string) string {
+	if endpoint != endpointPayload { // url, and the dry run's check, which reads the same body
+		d := "the " + endpoint + " endpoint takes Content-Type text/plain, the body being the compact token: three base64url parts separated by dots"
+		switch mt {
+		case "application/x-www-form-urlencoded":
+			d += "; a form with the field payload goes to the payload endpoint"
+		case "application/json":
+			d += "; not JSON: send the token itself, not an object holding it"
+		}
+		return d
+	}
+	d := "the payload endpoint takes Content-Type application/x-www-form-urlencoded, one form field payload holding the token"
+	switch mt {
+	case "text/plain":
+		d += "; a body that is the token itself goes to the url endpoint"
+	case "application/json":
+		d += "; not JSON: a page posts it with an HTML form"
+	}
+	return d
 }
 
 // tokenInQuery reports whether the raw query has a parameter named payload or token, in

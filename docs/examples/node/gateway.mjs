@@ -13,7 +13,7 @@ export const ACTIONS = {
     "not_found", "partner_unknown", "method_not_allowed", "unsupported_media_type",
     "body_too_large", "token_missing", "token_duplicated", "token_in_query",
     "token_malformed", "header_invalid", "algorithm_not_allowed", "key_id_missing",
-    "key_unknown", "signature_invalid", "claims_invalid", "issuer_invalid",
+    "key_unknown", "signature_invalid", "claims_invalid", "time_in_milliseconds", "issuer_invalid",
     "audience_invalid", "lifetime_too_long", "nonce_missing", "nonce_invalid",
     "kind_not_allowed",
     "token_not_yet_valid", "token_expired", // our clock is off: synchronise it (NTP)
