@@ -15,7 +15,7 @@ func TestListModules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("caddy list-modules: %v\n%s", err, out)
 	}
-	for _, m := range []string{"http.handlers.jwt_partner", "http.handlers.drop_trailers", "http.jwt_partner.nonce_stores.memory", "http.jwt_partner.nonce_stores.redis"} {
+	for _, m := range []string{"http.handlers.jwt_partner", "http.handlers.jwt_partner_ready", "http.handlers.drop_trailers", "http.jwt_partner.nonce_stores.memory", "http.jwt_partner.nonce_stores.redis"} {
 		if !strings.Contains(out, m+"\n") {
 			t.Errorf("caddy list-modules does not show %s", m)
 		}

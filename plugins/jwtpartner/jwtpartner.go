@@ -217,9 +217,9 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision sets defaults, expands the upstream secret, loads the nonce store and starts a
-// key source per partner with ctx. The handler needs no Cleanup: the URL fetchers stop when
-// ctx is cancelled (on unload, and after a failed Provision), and the nonce store is a guest
-// module that Caddy cleans up itself.
+// key source per partner with ctx, and registers the handler for the readiness checks of its
+// configuration (ready.go). The URL fetchers stop when ctx is cancelled (on unload, and after
+// a failed Provision); the nonce store is a guest module that Caddy cleans up itself.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.now == nil {
@@ -285,6 +285,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.partners[name] = ps
 	}
+	h.registerReady(ctx)
 	return nil
 }
 
@@ -309,6 +310,13 @@ func (h *Handler) warnIfProxyLogsHeaders(ctx caddy.Context) {
 	h.logger.Warn("reverse_proxy logs at debug level: its upstream roundtrip lines carry every forwarded header, the verified identity and personal data included; log reverse_proxy at info or above",
 		zap.String("module", reverseProxyModule),
 		zap.String("header_prefix", h.prefix))
+}
+
+// Cleanup takes the handler out of the readiness checks (ready.go). The URL fetchers stop
+// with ctx and Caddy cleans up the nonce store itself.
+func (h *Handler) Cleanup() error {
+	h.unregisterReady()
+	return nil
 }
 
 // Validate checks the configuration after Provision.
@@ -424,5 +432,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
 	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )

@@ -366,9 +366,14 @@ func (s *memoryState) Destruct() error {
 	return nil
 }
 
+// Ping answers nil: the store is in the process's memory, so it answers whenever the
+// gateway does.
+func (m *Memory) Ping(context.Context) error { return nil }
+
 // Interface guards
 var (
 	_ Store                 = (*Memory)(nil)
+	_ Pinger                = (*Memory)(nil)
 	_ caddy.Provisioner     = (*Memory)(nil)
 	_ caddy.Validator       = (*Memory)(nil)
 	_ caddy.CleanerUpper    = (*Memory)(nil)

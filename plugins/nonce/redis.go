@@ -307,6 +307,7 @@ func (r *Redis) Cleanup() error {
 
 // Interface guards
 var (
+	_ Pinger             = (*Redis)(nil)
 	_ caddy.Provisioner  = (*Redis)(nil)
 	_ caddy.Validator    = (*Redis)(nil)
 	_ caddy.CleanerUpper = (*Redis)(nil)

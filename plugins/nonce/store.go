@@ -38,6 +38,14 @@ type Store interface {
 	Claim(ctx context.Context, e Entry) (fresh bool, err error)
 }
 
+// Pinger is a Store that can say cheaply whether it answers, without claiming anything:
+// the gateway's readiness check (jwt_partner_ready) asks it so that a load balancer takes a
+// gateway whose store is down out of rotation before its requests are refused.
+type Pinger interface {
+	// Ping returns nil when the store answers, an error when it cannot.
+	Ping(ctx context.Context) error
+}
+
 // ErrFull is returned by a store that has no room left; it refuses rather than evicting
 // a live nonce, which would let that nonce's token be replayed.
 var ErrFull = errors.New("nonce store full")
