@@ -102,7 +102,10 @@ func gatherUp(reg prometheus.Gatherer, target string) (float64, error) {
 // the target's gauge is 0 while either fails: requests through that store get 503.
 func TestRedisUpPerClient(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "right")
-	good := &Redis{Address: srv.Addr(), Password: "right", PingInterval: caddy.Duration(20 * time.Millisecond)}
+	// Generous timeouts: a ping of the good client may only fail if the other's state
+	// overwrote it, not because a loaded machine stalled past the 500 ms default.
+	good := &Redis{Address: srv.Addr(), Password: "right", PingInterval: caddy.Duration(20 * time.Millisecond),
+		DialTimeout: caddy.Duration(10 * time.Second), ReadTimeout: caddy.Duration(10 * time.Second), WriteTimeout: caddy.Duration(10 * time.Second)}
 	ctx := provisionRedis(t, good)
 	reg := ctx.GetMetricsRegistry()
 	eventually(t, 30*time.Second, "up with the good client", func() error {
