@@ -58,7 +58,7 @@ type SchemaNewerError struct {
 
 func (e *SchemaNewerError) Error() string {
 	return fmt.Sprintf("database schema version %d is newer than this binary's %d: a newer app service has migrated it; "+
-		"run that release's binary (or newer), or restore the backup taken before the upgrade to run this one", e.Database, e.Binary)
+		"upgrade this binary to the release that migrated it, or restore the database backup taken before that upgrade to run this one", e.Database, e.Binary)
 }
 
 // newest is the version of the newest embedded migration.

@@ -231,8 +231,8 @@ func TestSchemaNewerRefused(t *testing.T) {
 			_, err = Open(ctx, dsn, Options{SSNKey: testKey})
 			var newer *SchemaNewerError
 			if !errors.As(err, &newer) || newer.Database != known+1 || newer.Binary != known ||
-				!strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "restore the backup") {
-				t.Fatalf("Open(newer schema) = %v, want %q … restore the backup", err, want)
+				!strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "upgrade this binary") || !strings.Contains(err.Error(), "restore the database backup") {
+				t.Fatalf("Open(newer schema) = %v, want %q … upgrade this binary … restore the database backup", err, want)
 			}
 			before, after, err := Migrate(ctx, dsn)
 			if !errors.As(err, &newer) || before != known+1 || after != known+1 {
