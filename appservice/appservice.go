@@ -84,7 +84,8 @@ type Server struct {
 }
 
 // Start opens the database (running migrations), ensures the first instructor and starts
-// serving. Stop with Shutdown.
+// serving. Stop with Shutdown. A database whose schema a newer release migrated is refused
+// (*store.SchemaNewerError): this binary does not know its tables.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:9080"
@@ -157,6 +158,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	go s.sweep(cfg.Logger)
 	cfg.Logger.Info("app service started", "addr", s.Addr, "database", st.Dialect())
 	return s, nil
+}
+
+// Migrate brings the schema of cfg.Database up to date without starting the service or
+// reading its secrets, and returns the schema version before and after. A schema newer
+// than this binary's migrations is a *store.SchemaNewerError, as it is for Start.
+func Migrate(ctx context.Context, cfg Config) (before, after int64, err error) {
+	if cfg.Database == "" {
+		cfg.Database = filepath.Join("data", "appservice.db")
+	}
+	return store.Migrate(ctx, cfg.Database)
 }
 
 // sweep deletes expired sessions and codes every few minutes until the server stops.

@@ -31,13 +31,100 @@ import (
 // CREATE TABLE IF NOT EXISTS of one table can both pass the check); on SQLite, where goose
 // has no lock, each migration's IMMEDIATE transaction checks again that no other instance
 // applied it meanwhile.
+//
+// A database whose schema is newer than the newest embedded migration is refused with a
+// *SchemaNewerError, before goose takes its lock and again after it ran: goose itself
+// applies nothing then and says nothing, and an old binary would run on tables it does not
+// know (a rename, a new NOT NULL column) after a newer one migrated them.
 func (s *Store) migrate(ctx context.Context) error {
 	p, err := s.provider()
 	if err != nil {
 		return err
 	}
-	_, err = p.Up(ctx)
-	return err
+	if err := s.checkNewer(ctx); err != nil {
+		return err
+	}
+	if _, err = p.Up(ctx); err != nil {
+		return err
+	}
+	return s.checkNewer(ctx)
+}
+
+// SchemaNewerError is the refusal of a database that a newer app service migrated.
+type SchemaNewerError struct {
+	Database int64 // the database's schema version
+	Binary   int64 // the newest migration this binary has
+}
+
+func (e *SchemaNewerError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this binary's %d: a newer app service has migrated it; "+
+		"upgrade this binary to the release that migrated it, or restore the database backup taken before that upgrade to run this one", e.Database, e.Binary)
+}
+
+// newest is the version of the newest embedded migration.
+func newest() (int64, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	for _, e := range entries {
+		num, _, _ := strings.Cut(e.Name(), "_")
+		if n, err := strconv.ParseInt(num, 10, 64); err == nil && n > v {
+			v = n
+		}
+	}
+	return v, nil
+}
+
+// checkNewer refuses a schema newer than the newest embedded migration.
+func (s *Store) checkNewer(ctx context.Context) error {
+	known, err := newest()
+	if err != nil {
+		return err
+	}
+	v, err := s.version(ctx)
+	if err != nil {
+		return err
+	}
+	if v > known {
+		return &SchemaNewerError{Database: v, Binary: known}
+	}
+	return nil
+}
+
+// version is the database's schema version: 0 before the version table exists.
+func (s *Store) version(ctx context.Context) (int64, error) {
+	vt := &versionTable{s: s}
+	if ok, err := vt.TableExists(ctx, s.db); err != nil || !ok {
+		return 0, err
+	}
+	return vt.GetLatestVersion(ctx, s.db)
+}
+
+// Migrate brings the schema of the database named by dsn (as Open takes it) up to date and
+// closes it, for a migration run apart from the service (appservice -migrate-only), with a
+// database user that may change the schema while the service's may not. It returns the
+// schema version before and after; a schema newer than this binary's is a
+// *SchemaNewerError.
+func Migrate(ctx context.Context, dsn string) (before, after int64, err error) {
+	s, err := connect(ctx, dsn, Options{Now: time.Now})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	if before, err = s.version(ctx); err != nil {
+		return 0, 0, fmt.Errorf("reading schema version: %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		var newer *SchemaNewerError
+		if errors.As(err, &newer) {
+			return before, before, err
+		}
+		return before, before, fmt.Errorf("migrating schema: %w", err)
+	}
+	after, err = s.version(ctx)
+	return before, after, err
 }
 
 func (s *Store) provider() (*goose.Provider, error) {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -194,5 +196,130 @@ func TestConcurrentOpenSQLite(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Errorf("concurrent Open = %v", err)
 		}
+	}
+}
+
+// TestSchemaNewerRefused: a binary opening a database that a newer binary migrated (its
+// version table above the newest embedded migration) refuses to start, naming both
+// versions and what to do, and changes nothing; Migrate refuses it alike.
+func TestSchemaNewerRefused(t *testing.T) {
+	known, err := newest()
+	if err != nil || known < 4 {
+		t.Fatalf("newest() = %d, %v, want the newest embedded migration", known, err)
+	}
+	for _, b := range []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := b.dsn(t)
+			s, err := Open(ctx, dsn, Options{SSNKey: testKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What a newer release's migration leaves: its row in the version table.
+			if _, err := s.db.Exec(s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, '9999_future.sql', 1)`), known+1); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+
+			want := fmt.Sprintf("database schema version %d is newer than this binary's %d", known+1, known)
+			_, err = Open(ctx, dsn, Options{SSNKey: testKey})
+			var newer *SchemaNewerError
+			if !errors.As(err, &newer) || newer.Database != known+1 || newer.Binary != known ||
+				!strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "upgrade this binary") || !strings.Contains(err.Error(), "restore the database backup") {
+				t.Fatalf("Open(newer schema) = %v, want %q … upgrade this binary … restore the database backup", err, want)
+			}
+			before, after, err := Migrate(ctx, dsn)
+			if !errors.As(err, &newer) || before != known+1 || after != known+1 {
+				t.Errorf("Migrate(newer schema) = %d, %d, %v, want %d, %d and a SchemaNewerError", before, after, err, known+1, known+1)
+			}
+		})
+	}
+}
+
+// TestMigrateOnly: Migrate brings a fresh database to the newest version and reports the
+// versions before and after; a second run changes nothing; the service then opens it.
+func TestMigrateOnly(t *testing.T) {
+	known, _ := newest()
+	for _, b := range []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "data", "app.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := b.dsn(t)
+			for _, want := range [][2]int64{{0, known}, {known, known}} {
+				before, after, err := Migrate(ctx, dsn)
+				if err != nil || before != want[0] || after != want[1] {
+					t.Errorf("Migrate() = %d, %d, %v, want %d, %d", before, after, err, want[0], want[1])
+				}
+			}
+			s, err := Open(ctx, dsn, Options{SSNKey: testKey})
+			if err != nil {
+				t.Fatalf("Open after Migrate = %v", err)
+			}
+			defer s.Close()
+			if v, err := s.version(ctx); err != nil || v != known {
+				t.Errorf("version() = %d, %v, want %d", v, err, known)
+			}
+		})
+	}
+}
+
+// TestSeparateMigrationUser: the privileges docs/appservice.md gives work. A migration
+// user with CREATE on the schema runs Migrate (appservice -migrate-only); the service's
+// user, with only SELECT, INSERT, UPDATE and DELETE on the tables (granted by default
+// privileges, so a later release's tables are covered too), then opens the migrated
+// database and resolves a link, but cannot change the schema.
+func TestSeparateMigrationUser(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	suffix := strings.TrimPrefix(url[strings.LastIndex(url, "/test_")+1:strings.Index(url, "?")], "test_")
+	migrator, service := "migrator_"+suffix, "service_"+suffix
+	for _, stmt := range []string{
+		`CREATE ROLE ` + migrator + ` LOGIN`,
+		`CREATE ROLE ` + service + ` LOGIN`,
+		`GRANT CREATE, USAGE ON SCHEMA public TO ` + migrator,
+		`GRANT USAGE ON SCHEMA public TO ` + service,
+		`ALTER DEFAULT PRIVILEGES FOR ROLE ` + migrator + ` IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ` + service,
+	} {
+		if _, err := admin.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	as := func(role string) string {
+		return strings.Replace(url, "postgres://postgres@", "postgres://"+role+"@", 1)
+	}
+
+	if _, err := Open(ctx, as(service), Options{SSNKey: testKey}); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("Open as the service user before migrating = %v, want permission denied", err)
+	}
+	known, _ := newest()
+	if _, after, err := Migrate(ctx, as(migrator)); err != nil || after != known {
+		t.Fatalf("Migrate as the migration user = %d, %v, want %d", after, err, known)
+	}
+	s, err := Open(ctx, as(service), Options{SSNKey: testKey})
+	if err != nil {
+		t.Fatalf("Open as the service user after migrating = %v", err)
+	}
+	defer s.Close()
+	if r := mustResolve(t, s, goLink("org1", "c1", "kari@example.com")); r.PersonID == 0 || !r.AccountCreated {
+		t.Errorf("link resolved as the service user = %+v, want a new person and account", r)
+	}
+	if _, err := s.db.Exec(`CREATE TABLE intruder (id INT)`); err == nil {
+		t.Error("the service user created a table, want permission denied")
 	}
 }

@@ -106,7 +106,8 @@ type Store struct {
 	hook func(step string) error
 }
 
-// Open opens the database named by dsn and brings its schema up to date. A dsn starting with
+// Open opens the database named by dsn and brings its schema up to date; a schema newer
+// than this binary's migrations is refused with a *SchemaNewerError. A dsn starting with
 // postgres:// or postgresql:// is a PostgreSQL URL; anything else is a SQLite file path,
 // whose folder is created (0700) when missing.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
@@ -125,6 +126,23 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.PendingTTL <= 0 {
 		opts.PendingTTL = 15 * time.Minute
 	}
+	s, err := connect(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		var newer *SchemaNewerError
+		if errors.As(err, &newer) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("migrating schema: %w", err)
+	}
+	return s, nil
+}
+
+// connect opens the database named by dsn and checks that it answers.
+func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s := &Store{opts: opts}
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
@@ -140,10 +158,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := s.db.PingContext(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("connecting to %s: %w", s.d.name, err)
-	}
-	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
-		return nil, fmt.Errorf("migrating schema: %w", err)
 	}
 	return s, nil
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -250,16 +248,8 @@ func (h *Handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, store.ErrNotFound):
 		p = problem.New(problem.CodeNotFound, "There is no such record in your organization.")
 	default:
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-		defer cancel()
-		if perr := h.cfg.Store.Ping(ctx); perr != nil {
-			h.log.Error("api request failed", "route", r.Pattern, "outcome", problem.CodeUnavailable, "error", err.Error())
-			w.Header().Set("Retry-After", "5")
-			p = problem.New(problem.CodeUnavailable, "The database is not available. Try again in a few seconds.")
-		} else {
-			h.log.Error("api request failed", "route", r.Pattern, "outcome", problem.CodeInternal, "error", err.Error())
-			p = problem.New(problem.CodeInternal, "Try again in a moment.")
-		}
+		p = h.failure(w, r, "Try again in a moment.")
+		h.log.Error("api request failed", "route", r.Pattern, "outcome", p.Code, "error", err.Error())
 	}
 	if p.Status < 500 {
 		h.apiRefused(w, r, p)

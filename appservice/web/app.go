@@ -67,18 +67,37 @@ func (h *Handler) cookie(r *http.Request, name string) string {
 
 // session returns the request's session, or nil.
 func (h *Handler) session(r *http.Request) *store.Session {
+	s, _ := h.readSession(r)
+	return s
+}
+
+// readSession returns the request's session, nil without one, or the database's error: a
+// page must not take a database that does not answer for a browser that is signed out.
+func (h *Handler) readSession(r *http.Request) (*store.Session, error) {
 	tok := h.cookie(r, sessionCookie)
 	if tok == "" {
-		return nil
+		return nil, nil
 	}
 	s, err := h.cfg.Store.Session(r.Context(), tok)
-	if err != nil {
-		if !errors.Is(err, store.ErrNoSession) {
-			h.log.Error("reading session failed", "error", err.Error())
-		}
-		return nil
+	switch {
+	case errors.Is(err, store.ErrNoSession):
+		return nil, nil
+	case err != nil:
+		h.log.Error("reading session failed", "error", err.Error())
+		return nil, err
 	}
-	return s
+	return s, nil
+}
+
+// pageSession is readSession for a page: on a database error it answers the problem page
+// (503 unavailable when the database does not answer) and reports false.
+func (h *Handler) pageSession(w http.ResponseWriter, r *http.Request) (*store.Session, bool) {
+	s, err := h.readSession(r)
+	if err != nil {
+		h.fail(w, h.failure(w, r, "Try again in a moment."))
+		return nil, false
+	}
+	return s, true
 }
 
 // loginData is what the login pages show.
@@ -98,7 +117,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
 	target, err := h.cfg.Store.PeekCode(r.Context(), code)
 	if err != nil {
-		h.failCode(w, err)
+		h.failCode(w, r, err)
 		return
 	}
 	h.renderLogin(w, r, code, target)
@@ -142,7 +161,7 @@ func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 		// without the person's choice, whatever sent it.
 		target, err := h.cfg.Store.PeekCode(r.Context(), code)
 		if err != nil {
-			h.failCode(w, err)
+			h.failCode(w, r, err)
 			return
 		}
 		if switchesAccount(h.session(r), target) {
@@ -152,7 +171,7 @@ func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 	}
 	ex, err := h.cfg.Store.ExchangeCode(r.Context(), code)
 	if err != nil {
-		h.failCode(w, err)
+		h.failCode(w, r, err)
 		return
 	}
 	if old := h.cookie(r, sessionCookie); old != "" {
@@ -165,7 +184,7 @@ func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 }
 
 // failCode answers a login code that PeekCode or ExchangeCode refused.
-func (h *Handler) failCode(w http.ResponseWriter, err error) {
+func (h *Handler) failCode(w http.ResponseWriter, r *http.Request, err error) {
 	var p problem.Problem
 	switch {
 	case errors.Is(err, store.ErrCodeUsed):
@@ -175,8 +194,10 @@ func (h *Handler) failCode(w http.ResponseWriter, err error) {
 	case errors.Is(err, store.ErrCodeInvalid):
 		p = problem.New(problem.CodeLoginCodeInvalid, "This sign-in link is not valid. Open the application again from your partner application.")
 	default:
-		h.log.Error("exchanging login code failed", "error", err.Error())
-		p = problem.New(problem.CodeInternal, "Try again in a moment.")
+		p = h.failure(w, r, "Try again in a moment.")
+		h.log.Error("exchanging login code failed", "outcome", p.Code, "error", err.Error())
+		h.fail(w, p)
+		return
 	}
 	h.log.Info("login refused", "outcome", p.Code)
 	h.fail(w, p)
@@ -219,7 +240,10 @@ func (d *signinData) greet(e *store.Employee) {
 }
 
 func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
 	if s != nil && !s.Pending {
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 		return
@@ -259,8 +283,9 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status, msg := http.StatusUnauthorized, "Wrong username or password."
 		if !errors.Is(err, store.ErrBadCredentials) {
-			h.log.Error("sign-in failed", "error", err.Error())
-			status, msg = http.StatusInternalServerError, "Sign-in is not possible right now. Try again in a moment."
+			p := h.failure(w, r, "")
+			h.log.Error("sign-in failed", "outcome", p.Code, "error", err.Error())
+			status, msg = p.Status, "Sign-in is not possible right now. Try again in a moment."
 		} else {
 			h.log.Info("sign-in refused", "outcome", problem.CodeCredentialsInvalid)
 		}
@@ -283,7 +308,10 @@ type linkData struct {
 // victim's browser); linking without asking would give that partner user single sign-on
 // into the victim's account.
 func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
 	if s == nil || !s.ConfirmLink {
 		target := "/app/signin"
 		if s != nil {
@@ -316,8 +344,9 @@ func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app", http.StatusSeeOther)
 		return
 	case err != nil:
-		h.log.Error("confirming employee link failed", "error", err.Error())
-		h.fail(w, problem.New(problem.CodeInternal, "Try again in a moment."))
+		p := h.failure(w, r, "Try again in a moment.")
+		h.log.Error("confirming employee link failed", "outcome", p.Code, "error", err.Error())
+		h.fail(w, p)
 		return
 	}
 	h.log.Info("employee link settled", "outcome", map[bool]string{true: "linked", false: "not_linked"}[linked], "accepted", accept)
@@ -349,8 +378,9 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 	}
 	if tok := h.cookie(r, sessionCookie); tok != "" {
 		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
-			h.log.Error("signing out failed", "error", err.Error())
-			h.fail(w, problem.New(problem.CodeInternal, "Try again in a moment."))
+			p := h.failure(w, r, "Try again in a moment.")
+			h.log.Error("signing out failed", "outcome", p.Code, "error", err.Error())
+			h.fail(w, p)
 			return
 		}
 	}

@@ -98,8 +98,11 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		logger.Error("resolving link failed", "outcome", problem.CodeInternal, "kind", kind, "error", err.Error())
-		fail(problem.New(problem.CodeInternal, "The link could not be processed; nothing was saved. Try again, or give the request id to support."))
+		// Nothing was saved, the request id included; the gateway spent the token's nonce,
+		// so a retry after Retry-After needs a new token.
+		p := h.failure(w, r, "The link could not be processed; nothing was saved. Try again, or give the request id to support.")
+		logger.Error("resolving link failed", "outcome", p.Code, "kind", kind, "error", err.Error())
+		fail(p)
 		return
 	}
 	if res.SSNConflict {

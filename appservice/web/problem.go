@@ -2,11 +2,13 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/partnergate/partnergate/problem"
 )
@@ -19,6 +21,25 @@ func (h *Handler) failLink(w http.ResponseWriter, endpoint string, p problem.Pro
 		return
 	}
 	h.fail(w, p)
+}
+
+// retryAfter is the Retry-After, in seconds, of a 503 for a database that does not answer:
+// long enough for a restart or a failover to finish, short enough for a person waiting.
+const retryAfter = "5"
+
+// failure is the answer to an unexpected error of ours: 503 unavailable with Retry-After
+// when the database does not answer, so the gateway, the partner and the page know to try
+// again, else 500 internal_error with detail. A ping tells the two apart: the error itself
+// is the driver's and differs between SQLite, pgx and a closed pool. The ping outlives a
+// client gone away, and is bounded, so a database that hangs cannot hold the answer.
+func (h *Handler) failure(w http.ResponseWriter, r *http.Request, detail string) problem.Problem {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if err := h.cfg.Store.Ping(ctx); err != nil {
+		w.Header().Set("Retry-After", retryAfter)
+		return problem.New(problem.CodeUnavailable, "The database is not available. Try again in a few seconds.")
+	}
+	return problem.New(problem.CodeInternal, detail)
 }
 
 // fail answers p as the problem page inside the app's layout.

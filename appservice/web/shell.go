@@ -32,7 +32,10 @@ type shellData struct {
 // sign-in page, where an instructor starts; a deeper view answers the shell with the
 // "session ended" view, so an old bookmark or a reload after expiry says what happened.
 func (h *Handler) appShell(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
 	switch {
 	case s == nil && r.URL.Path == "/app":
 		http.Redirect(w, r, "/app/signin", http.StatusSeeOther)
@@ -49,7 +52,10 @@ func (h *Handler) appShell(w http.ResponseWriter, r *http.Request) {
 // goShell serves the member's (Go) views; an instructor who opens one is sent to the
 // application.
 func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
-	s := h.session(r)
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
 	switch {
 	case s == nil || s.Pending:
 		h.renderShell(w, r, http.StatusUnauthorized, shellData{Role: store.RoleMember})

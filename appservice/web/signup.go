@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnergate/partnergate/appservice/store"
-	"github.com/partnergate/partnergate/problem"
 )
 
 // Rules for an account created on the first-sight page.
@@ -79,7 +78,10 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 	if !h.readSignInForm(w, r, "account creation refused") {
 		return
 	}
-	s := h.session(r)
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
 	if s != nil && !s.Pending {
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 		return
@@ -129,8 +131,9 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 			h.noPendingSession(w)
 			return
 		default:
-			h.log.Error("creating account failed", "error", err.Error())
-			status, msg, outcome = http.StatusInternalServerError, "Your account could not be created right now; nothing was saved. Try again in a moment.", string(problem.CodeInternal)
+			p := h.failure(w, r, "")
+			h.log.Error("creating account failed", "outcome", p.Code, "error", err.Error())
+			status, msg, outcome = p.Status, "Your account could not be created right now; nothing was saved. Try again in a moment.", string(p.Code)
 		}
 		h.log.Info("account creation refused", "outcome", outcome)
 		f.Errors = []string{msg}

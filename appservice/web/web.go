@@ -6,6 +6,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
@@ -174,12 +175,20 @@ func (h *Handler) https(r *http.Request) bool {
 	return h.public.Scheme == "https" || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
+// healthz answers whether the database answers: 200 "ok", or 503 "database unavailable"
+// with Retry-After. It checks the database only (docs/appservice.md, Health check); the
+// gateway's own readiness is the gateway's. The ping is bounded, so a database that hangs
+// is a 503 within seconds, not a check that times out.
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
-	if err := h.cfg.Store.Ping(r.Context()); err != nil {
-		h.log.Error("health check failed", "error", err)
-		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := h.cfg.Store.Ping(ctx); err != nil {
+		h.log.Error("health check failed", "outcome", "unavailable", "error", err.Error())
+		w.Header().Set("Retry-After", retryAfter)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("database unavailable\n"))
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ok\n"))
 }

@@ -7,12 +7,18 @@
 //	PARTNERGATE_UPSTREAM_SECRET   the gateway's upstream_secret (required, >= 32 bytes)
 //	PARTNERGATE_APP_SECRET        keys ssn hashes and CSRF tokens (else -secret-file)
 //	PARTNERGATE_APP_INSTRUCTOR_PASSWORD  the first instructor's password (else generated and printed once)
+//
+// With -migrate-only it brings the database's schema up to date, prints its version and
+// exits, without the secrets: a release's migrations can run once, before the instances
+// are replaced, with a database user that may change the schema.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -31,24 +37,51 @@ func env(name, def string) string {
 }
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command with its arguments and output, returning the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("appservice", flag.ContinueOnError)
+	fl.SetOutput(stderr)
 	var cfg appservice.Config
-	flag.StringVar(&cfg.Listen, "listen", env("PARTNERGATE_APP_LISTEN", "127.0.0.1:9080"), "listen `address` (env PARTNERGATE_APP_LISTEN); keep it on loopback behind the gateway")
-	flag.StringVar(&cfg.Database, "db", env("PARTNERGATE_APP_DB", "./data/appservice.db"), "SQLite file `path` or postgres:// URL (env PARTNERGATE_APP_DB)")
-	flag.StringVar(&cfg.PublicURL, "public-url", env("PARTNERGATE_APP_PUBLIC_URL", "http://localhost:8080"), "`URL` browsers reach the gateway at (env PARTNERGATE_APP_PUBLIC_URL)")
-	flag.StringVar(&cfg.FrameAncestors, "frame-ancestors", env("PARTNERGATE_APP_FRAME_ANCESTORS", "'self'"), "CSP frame-ancestors `sources` allowed to embed the app (env PARTNERGATE_APP_FRAME_ANCESTORS)")
-	flag.StringVar(&cfg.SecretFile, "secret-file", env("PARTNERGATE_APP_SECRET_FILE", "./data/app.secret"), "`file` holding the app secret when PARTNERGATE_APP_SECRET is unset; created when missing")
-	flag.StringVar(&cfg.Instructor.Username, "instructor", env("PARTNERGATE_APP_INSTRUCTOR", "instructor"), "`username` of the first instructor account, created when missing (empty: none)")
-	flag.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")
-	flag.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
-	flag.BoolVar(&cfg.DemoData, "demo-data", env("PARTNERGATE_APP_DEMO_DATA", "") == "1", "seed demo persons and workout plans into the first instructor's organization (env PARTNERGATE_APP_DEMO_DATA=1)")
-	flag.StringVar(&cfg.DemoOrganization, "demo-org", env("PARTNERGATE_APP_DEMO_ORG", ""), "with -demo-data, also seed the partner's organization `partner:organizationId:name`, created when missing (env PARTNERGATE_APP_DEMO_ORG)")
-	logLevel := flag.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
-	signIns := flag.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
-	flag.Parse()
+	fl.StringVar(&cfg.Listen, "listen", env("PARTNERGATE_APP_LISTEN", "127.0.0.1:9080"), "listen `address` (env PARTNERGATE_APP_LISTEN); keep it on loopback behind the gateway")
+	fl.StringVar(&cfg.Database, "db", env("PARTNERGATE_APP_DB", "./data/appservice.db"), "SQLite file `path` or postgres:// URL (env PARTNERGATE_APP_DB)")
+	fl.StringVar(&cfg.PublicURL, "public-url", env("PARTNERGATE_APP_PUBLIC_URL", "http://localhost:8080"), "`URL` browsers reach the gateway at (env PARTNERGATE_APP_PUBLIC_URL)")
+	fl.StringVar(&cfg.FrameAncestors, "frame-ancestors", env("PARTNERGATE_APP_FRAME_ANCESTORS", "'self'"), "CSP frame-ancestors `sources` allowed to embed the app (env PARTNERGATE_APP_FRAME_ANCESTORS)")
+	fl.StringVar(&cfg.SecretFile, "secret-file", env("PARTNERGATE_APP_SECRET_FILE", "./data/app.secret"), "`file` holding the app secret when PARTNERGATE_APP_SECRET is unset; created when missing")
+	fl.StringVar(&cfg.Instructor.Username, "instructor", env("PARTNERGATE_APP_INSTRUCTOR", "instructor"), "`username` of the first instructor account, created when missing (empty: none)")
+	fl.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")
+	fl.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
+	fl.BoolVar(&cfg.DemoData, "demo-data", env("PARTNERGATE_APP_DEMO_DATA", "") == "1", "seed demo persons and workout plans into the first instructor's organization (env PARTNERGATE_APP_DEMO_DATA=1)")
+	fl.StringVar(&cfg.DemoOrganization, "demo-org", env("PARTNERGATE_APP_DEMO_ORG", ""), "with -demo-data, also seed the partner's organization `partner:organizationId:name`, created when missing (env PARTNERGATE_APP_DEMO_ORG)")
+	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
+	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
+	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
+	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *migrateOnly {
+		before, after, err := appservice.Migrate(ctx, cfg)
+		if err != nil {
+			fmt.Fprintln(stderr, "appservice:", err)
+			return 1
+		}
+		if before == after {
+			fmt.Fprintf(stdout, "database schema at version %d, up to date\n", after)
+		} else {
+			fmt.Fprintf(stdout, "database schema at version %d, migrated from %d\n", after, before)
+		}
+		return 0
+	}
 	n, err := strconv.Atoi(*signIns)
 	if err != nil || n < 1 || n > 64 {
-		fmt.Fprintf(os.Stderr, "appservice: -signin-concurrency %q: want a number from 1 to 64\n", *signIns)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "appservice: -signin-concurrency %q: want a number from 1 to 64\n", *signIns)
+		return 2
 	}
 	cfg.SignInConcurrency = n
 	cfg.UpstreamSecret = os.Getenv("PARTNERGATE_UPSTREAM_SECRET")
@@ -57,28 +90,28 @@ func main() {
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintln(os.Stderr, "appservice: -log-level:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "appservice: -log-level:", err)
+		return 2
 	}
-	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Stdout = stdout
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	srv, err := appservice.Start(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "appservice:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "appservice:", err)
+		return 1
 	}
 	select {
 	case <-ctx.Done():
 	case err := <-srv.Done():
-		fmt.Fprintln(os.Stderr, "appservice:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "appservice:", err)
+		return 1
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		fmt.Fprintln(os.Stderr, "appservice: shutting down:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "appservice: shutting down:", err)
+		return 1
 	}
+	return 0
 }

@@ -152,6 +152,7 @@ var answeringSources = []string{
 	"../../linktoken",
 	"../../linkspec",
 	"../../appservice/web/partner.go",
+	"../../appservice/web/problem.go", // failure: unavailable or internal_error on a link
 }
 
 // answeredCodes returns the codes the answering sources use (problem.CodeX in code, not in
