@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/partnergate/partnergate/problem"
 )
@@ -100,15 +101,17 @@ func (h *Handler) writeUpstreamFailure(w http.ResponseWriter, rq *request, uw *u
 }
 
 // upstreamClass names the kind of an upstream failure for the log line and the on-call
-// engineer: whether the service is down (refused), hung (timeout), cut the connection
-// (reset), had no upstream to send to (no_upstream, reverse_proxy's 503) or failed
-// otherwise.
+// engineer: whether the service could not be reached at all, so the request never got
+// there (dial: down, refused, unroutable), hung (timeout), cut the connection (reset),
+// had no upstream to send to (no_upstream, reverse_proxy's 503) or failed otherwise. The
+// log line's error has reverse_proxy's own words.
 func upstreamClass(err error) string {
 	var ne net.Error
 	var he caddyhttp.HandlerError
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "refused"
+	// reverse_proxy's DialError does not unwrap: the dial's cause is in its text only.
+	case errors.As(err, new(reverseproxy.DialError)), errors.Is(err, syscall.ECONNREFUSED):
+		return "dial"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

@@ -16,12 +16,13 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/partnergate/partnergate/internal/harness"
 )
 
 // refused is the error reverse_proxy returns when nothing listens at the upstream.
-var refused = caddyhttp.Error(http.StatusBadGateway, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+var refused = caddyhttp.Error(http.StatusBadGateway, reverseproxy.NewDialError(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}))
 
 // answer is a next handler that writes a status, a Content-Type and a body, as
 // reverse_proxy copies an upstream's answer, or returns err.
@@ -140,7 +141,7 @@ func TestUpstreamClass(t *testing.T) {
 		err  error
 		want string
 	}{
-		{refused, "refused"},
+		{refused, "dial"},
 		{caddyhttp.Error(504, context.DeadlineExceeded), "timeout"},
 		{caddyhttp.Error(502, fmt.Errorf("reading: %w", io.ErrUnexpectedEOF)), "reset"},
 		{caddyhttp.Error(503, errors.New("no upstreams available")), "no_upstream"},
