@@ -193,7 +193,7 @@ func TestUpstreamAnswers5xx(t *testing.T) {
 func TestUpstreamRestartRiddenOut(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "es")
 	addr := "127.0.0.1:" + strconv.Itoa(harness.FreePort(t))
-	c := startUpstreamGateway(t, key, addr, "lb_try_duration 10s\n\t\t\tlb_try_interval 250ms\n\t\t\tverbose_logs")
+	c := startUpstreamGateway(t, key, addr, "lb_try_duration 5s\n\t\t\tlb_try_interval 250ms\n\t\t\tverbose_logs")
 
 	for _, endpoint := range []string{"url", "payload"} {
 		tok := mint(t, key, harness.Token{})
