@@ -52,8 +52,11 @@ func (h *Handler) logOutcome(rq *request, rej *rejection) {
 		zap.String("outcome", outcome),
 		zap.String("alg", rq.alg),
 		zap.String("kid", rq.kid),
-		zap.Duration("duration", time.Since(rq.start)),
+		zap.Duration("duration", rq.gatewayDuration()),
 		zap.String("request_id", rq.requestID),
+	}
+	if !rq.forwardedAt.IsZero() {
+		fields = append(fields, zap.Duration("upstream_duration", time.Since(rq.forwardedAt)))
 	}
 	if rq.token != nil {
 		// The link kind, main or go: an outcome of the payload's shape, not a value from it.
@@ -75,6 +78,16 @@ func (h *Handler) logOutcome(rq *request, rej *rejection) {
 		fields = append(fields, zap.Error(rq.upstreamErr))
 	}
 	c.Write(fields...)
+}
+
+// gatewayDuration is the gateway's own time: up to the call of the next handler for a
+// forwarded request (the line is written after the upstream answered), to now for a
+// rejection.
+func (rq *request) gatewayDuration() time.Duration {
+	if !rq.forwardedAt.IsZero() {
+		return rq.forwardedAt.Sub(rq.start)
+	}
+	return time.Since(rq.start)
 }
 
 // reportDropped counts and logs, one warning line per field, the optional payload fields

@@ -58,6 +58,7 @@ type request struct {
 	// After the next handler: the outcome when not accepted nor a rejection (upstream.go),
 	// the upstream's status, the class of its failure and the error, for the log line.
 	outcome        string
+	forwardedAt    time.Time // when the next handler was called
 	upstreamStatus int
 	upstreamClass  string
 	upstreamErr    error

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -54,6 +55,7 @@ func (h *Handler) serveNext(w http.ResponseWriter, r *http.Request, rq *request,
 		// answer replaced by ours leaves none of the upstream's headers behind.
 		before: w.Header().Clone(),
 	}
+	rq.forwardedAt = time.Now()
 	err := next.ServeHTTP(uw, r)
 	rq.upstreamStatus = uw.status
 
