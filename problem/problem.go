@@ -44,6 +44,7 @@ const (
 	CodeNonceStoreFull        Code = "nonce_store_full"         // the nonce store has no room; retry shortly
 	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
 	CodeDryRunRateLimited     Code = "dry_run_rate_limited"     // over a partner's dry run rate (POST /partner/{name}/check)
+	CodeUpstreamUnavailable   Code = "upstream_unavailable"     // the token was accepted, but the service behind the gateway failed
 )
 
 // The verifier's codes (linktoken), one per token rule, cheapest check first.
@@ -104,7 +105,8 @@ type kind struct {
 // token was good once; a new one is needed, and retrying this one never helps) and for a
 // token the replay store cannot vouch for; 429 with Retry-After for a dry run over its
 // partner's rate; 503 with Retry-After for a dependency of the gateway that failed, so the
-// token itself may succeed later.
+// token itself may succeed later; 502 with Retry-After for the service behind the gateway
+// failing after the token was accepted, so a new token may succeed later.
 var kinds = map[Code]kind{
 	CodeNotFound:             {"Not found", http.StatusNotFound},
 	CodePartnerUnknown:       {"Unknown partner", http.StatusNotFound},
@@ -128,6 +130,12 @@ var kinds = map[Code]kind{
 	CodeInternal:              {"Internal error", http.StatusInternalServerError},
 	// Retry-After says when the partner's bucket has room again.
 	CodeDryRunRateLimited: {"Too many dry runs", http.StatusTooManyRequests},
+	// The token passed and its nonce is spent before the request is forwarded, so the
+	// same token can never succeed again: not 503, whose Retry-After invites sending the
+	// same request (here a certain token_replayed). 502 says the gateway is fine and the
+	// service behind it is not; its Retry-After says when a freshly signed token is worth
+	// sending, since a service restart takes seconds.
+	CodeUpstreamUnavailable: {"Service behind the gateway unavailable", http.StatusBadGateway},
 
 	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
 	CodeHeaderInvalid:       {"Token header invalid", http.StatusBadRequest},

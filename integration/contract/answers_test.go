@@ -200,6 +200,9 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 		}
 	}
 	route("keysdown", []string{"jwks_url " + keysDown.JWKSURL(), "issuer " + linktokentest.Issuer, "audience keysdown"})
+	// A partner whose upstream is down (nothing listens there): upstream_unavailable.
+	fmt.Fprintf(&routes, "\troute /partner/upstreamdown/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy 127.0.0.1:%d\n\t}\n",
+		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+linktokentest.Issuer, "audience upstreamdown"), harness.FreePort(t))
 	// Every other path under /partner/ reaches a handler without such a partner (Caddy
 	// tries the longer path matchers first).
 	fmt.Fprintf(&routes, "\troute /partner/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy %s\n\t}\n",
@@ -244,6 +247,11 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 		c["aud"] = "keysdown"
 		return linktokentest.Token(t, linktoken.RS256, "rsa-1", c)
 	}
+	upstreamDownToken := func(nonce string) string {
+		c := jwttest.MainClaimsAt(time.Now())
+		c["aud"], c["nonce"] = "upstreamdown", "contract-test-upstream-down-"+nonce
+		return linktokentest.Token(t, linktoken.RS256, "rsa-1", c)
+	}
 	big := strings.Repeat("A", 17<<10)
 	for _, tt := range []struct {
 		name, path, contentType, body string
@@ -263,6 +271,8 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 		{"payload, unknown partner", "/partner/nobody/payload", "application/x-www-form-urlencoded", form(valid), nil, 404, "partner_unknown"},
 		{"url, key set not loaded", "/partner/keysdown/url", "text/plain", keysDownToken(), nil, 503, "keys_unavailable"},
 		{"payload, key set not loaded", "/partner/keysdown/payload", "application/x-www-form-urlencoded", form(keysDownToken()), nil, 503, "keys_unavailable"},
+		{"url, upstream down", "/partner/upstreamdown/url", "text/plain", upstreamDownToken("url"), nil, 502, "upstream_unavailable"},
+		{"payload, upstream down", "/partner/upstreamdown/payload", "application/x-www-form-urlencoded", form(upstreamDownToken("payload")), nil, 502, "upstream_unavailable"},
 		{"url, first use", "/partner/" + plain + "/url", "text/plain", valid, nil, 200, ""},
 		{"url, replayed", "/partner/" + plain + "/url", "text/plain", valid, nil, 409, "token_replayed"},
 		{"payload, replayed", "/partner/" + plain + "/payload", "application/x-www-form-urlencoded", form(valid), nil, 409, "token_replayed"},

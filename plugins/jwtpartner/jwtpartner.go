@@ -38,6 +38,7 @@ const (
 	DefaultReadTimeout = 10 * time.Second
 	// retryAfterSeconds is what a 503 tells the client to wait: long enough for a key URL
 	// or a nonce store to come back from a blip, short enough for a person at a browser.
+	// upstream_unavailable's 502 says the same for an app service restart.
 	retryAfterSeconds = "5"
 )
 
@@ -59,7 +60,9 @@ const (
 // fresh goes to the next handler as a POST to the same path with an empty body and no
 // Content-Type: the token itself is never forwarded. Every incoming header whose name starts
 // with HeaderPrefix is deleted first; then the headers of the upstream contract in linkspec
-// are set (see headers.go). A rejected request never reaches the next handler. For a
+// are set (see headers.go). A rejected request never reaches the next handler. When the
+// next handler fails (an error, or a 5xx not in the gateway's shape), the handler answers
+// upstream_unavailable itself; a 5xx in its shape passes through (upstream.go). For a
 // partner with DryRun it also answers POST /partner/{name}/check itself (dryrun.go), never
 // calling the next handler.
 //
@@ -423,9 +426,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.writeDryRun(w, rq, report)
 	}
 	h.forward(r, rq)
-	h.logOutcome(rq, nil)
-	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), outcomeAccepted)
-	return next.ServeHTTP(w, r)
+	return h.serveNext(w, r, rq, next)
 }
 
 // Interface guards

@@ -29,7 +29,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "partnergate_requests_total",
-			Help: "Partner link requests by partner, endpoint and outcome (accepted or the rejection code).",
+			Help: "Partner link requests by partner, endpoint and outcome: accepted, the rejection code (upstream_unavailable included), upstream_error, upstream_rejected or client_closed.",
 		}, []string{"partner", "endpoint", "outcome"}),
 		verify: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "partnergate_verify_duration_seconds",

@@ -55,7 +55,7 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 	switch p.Status {
 	case http.StatusMethodNotAllowed:
 		hdr.Set("Allow", http.MethodPost)
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusBadGateway:
 		hdr.Set("Retry-After", retryAfterSeconds)
 	case http.StatusTooManyRequests:
 		hdr.Set("Retry-After", retryAfter(rej.retryAfter))
@@ -66,6 +66,9 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 	hdr.Set("Cache-Control", "no-store")
 
 	if h.Errors == ErrorsHandle {
+		if rej.code == problem.CodeUpstreamUnavailable {
+			return caddyhttp.Error(p.Status, fmt.Errorf("partner link upstream failed: %s", rej.code))
+		}
 		return caddyhttp.Error(p.Status, fmt.Errorf("partner link rejected: %s", rej.code))
 	}
 	write := problem.WriteJSON

@@ -54,6 +54,22 @@ type request struct {
 	bodyRead  bool         // the whole body was read (so the connection can be kept)
 	forwarded bool         // the request passed and goes to the next handler
 	errorCode problem.Code // the rejection's code
+
+	// After the next handler: the outcome when not accepted nor a rejection (upstream.go),
+	// the upstream's status, the class of its failure and the error, for the log line.
+	outcome        string
+	forwardedAt    time.Time // when the next handler was called
+	upstreamStatus int
+	upstreamClass  string
+	upstreamErr    error
+}
+
+// outcomeLabel is the outcome of a request that was not rejected.
+func (rq *request) outcomeLabel() string {
+	if rq.outcome == "" {
+		return outcomeAccepted
+	}
+	return rq.outcome
 }
 
 func (rq *request) partnerLabel() string {

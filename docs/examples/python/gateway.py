@@ -27,8 +27,10 @@ ACTIONS = {
     ],
     # This token cannot be used, a new one can: mint a fresh token and send it once more.
     "retry_new_token": ["token_replayed", "token_before_store_start", "body_unreadable"],
-    # The gateway cannot check tokens right now: wait Retry-After seconds, then send a fresh token.
+    # The gateway cannot check tokens right now, or the service behind it failed after taking
+    # the token: wait Retry-After seconds, then send a fresh token.
     "wait_and_retry": ["keys_unavailable", "nonce_store_unavailable", "nonce_store_full",
+                       "upstream_unavailable",  # the token is spent: never resend it
                        "dry_run_rate_limited"],
     # The link's data or the service: show the user a message (payload_invalid names the fields).
     "tell_user": ["payload_invalid", "internal_error"],
