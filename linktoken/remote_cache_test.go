@@ -87,7 +87,7 @@ func TestRemoteKeysEvents(t *testing.T) {
 	}
 	type want struct {
 		err, loaded, refusedChanged, failureStarted, recovered, staleSoon bool
-		added, removed                                                     []string
+		added, removed                                                    []string
 	}
 	check := func(step string, ev FetchEvent, w want) {
 		t.Helper()
