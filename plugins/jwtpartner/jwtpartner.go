@@ -145,6 +145,9 @@ type Handler struct {
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
+
+	// cacheKeys are this configuration's references in keyCaches, released by Cleanup.
+	cacheKeys []string
 }
 
 // Partner is one partner's rules and key set.
@@ -169,6 +172,14 @@ type Partner struct {
 	// as its Cache-Control allows within refresh_min..refresh_max, and refetched on an
 	// unknown kid at most once per refresh_cooldown.
 	JWKSURL string `json:"jwks_url,omitempty"`
+
+	// JWKSCAFile is a PEM file of the certificate authorities trusted for jwks_url's
+	// HTTPS connections, redirects included, for a partner whose key server uses a private
+	// CA. It replaces the system's pool for this partner (it is not added to it): no other
+	// CA can vouch for the partner's key server. Read at provisioning: a file that cannot
+	// be read or holds no certificate fails the configuration. Only with jwks_url. Default
+	// unset: the system's pool.
+	JWKSCAFile string `json:"jwks_ca_file,omitempty"`
 
 	// RefreshMin is the shortest time between two scheduled fetches of jwks_url, whatever
 	// its Cache-Control max-age or Expires asks for. Default 1m.
@@ -217,9 +228,9 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision sets defaults, expands the upstream secret, loads the nonce store and starts a
-// key source per partner with ctx. The handler needs no Cleanup: the URL fetchers stop when
-// ctx is cancelled (on unload, and after a failed Provision), and the nonce store is a guest
-// module that Caddy cleans up itself.
+// key source per partner with ctx. The URL fetchers stop when ctx is cancelled (on unload,
+// and after a failed Provision), and the nonce store is a guest module that Caddy cleans up
+// itself; Cleanup releases the key caches that outlive the configuration.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.now == nil {
@@ -286,6 +297,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.partners[name] = ps
 	}
 	return nil
+}
+
+// Cleanup releases this configuration's references to the pooled key caches; a cache no
+// configuration uses any more is dropped. It works after a partial Provision.
+func (h *Handler) Cleanup() error {
+	return h.releaseKeyCaches()
 }
 
 // reverseProxyModule is the module whose debug line "upstream roundtrip" logs every header
@@ -424,5 +441,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
 	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )
