@@ -17,7 +17,8 @@ import (
 	"github.com/partnergate/partnergate/linktoken"
 )
 
-// keyCaches holds the jwks_url key caches across config reloads, by key source (keyCacheKey):
+// keyCaches holds the jwks_url key caches across config reloads, by partner and key source
+// (keyCacheKey):
 // a reload provisions the new handler before cleaning up the old one, so the reference
 // count of a source both configurations use never drops to zero, and the new
 // configuration starts from the last good set and its age. Without it a reload while a
@@ -30,17 +31,19 @@ type keyCacheEntry struct{ *linktoken.KeyCache }
 
 func (keyCacheEntry) Destruct() error { return nil }
 
-// keyCacheKey names a key source: what is fetched (the URL) and what is trusted (the CA
-// pool's PEM, by hash, so that a CA file rewritten in place is a new source). Options that
-// only change when or how long a set is used (refresh bounds, max_stale) are not part of
-// it: a reload that changes them keeps the set.
-func keyCacheKey(url string, caPEM []byte) string {
+// keyCacheKey names a partner's key source: the partner, what is fetched (the URL) and
+// what is trusted (the CA pool's PEM, by hash, so that a CA file rewritten in place is a
+// new source). Options that only change when or how long a set is used (refresh bounds,
+// max_stale) are not part of it: a reload that changes them keeps the set. The partner is,
+// so that each partner's key-set log lines and gauges are its own even where two partners
+// publish at one URL (each fetched its own set before caches were kept, too).
+func keyCacheKey(partner, url string, caPEM []byte) string {
 	ca := "system"
 	if caPEM != nil {
 		sum := sha256.Sum256(caPEM)
 		ca = hex.EncodeToString(sum[:])
 	}
-	return url + " " + ca
+	return partner + " " + url + " " + ca
 }
 
 // keySource returns the partner's key source: a checked key set read from jwks_file now,
@@ -98,7 +101,7 @@ func (h *Handler) remoteKeySource(ctx caddy.Context, name string, p *Partner) (l
 			return nil, err
 		}
 	}
-	key := keyCacheKey(p.JWKSURL, caPEM)
+	key := keyCacheKey(name, p.JWKSURL, caPEM)
 	v, _, err := keyCaches.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return keyCacheEntry{linktoken.NewKeyCache()}, nil
 	})
