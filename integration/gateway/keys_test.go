@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +273,32 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestJWKSCAFile: a partner's key server on a private CA (httptest's self-signed
+// certificate) is trusted through jwks_ca_file alone; the same server without it is not.
+func TestJWKSCAFile(t *testing.T) {
+	key := harness.NewKey(t, "ES256", "k1")
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(harness.JWKS(t, key))
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "partner-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	g := startGateway(t, "jwks_url "+srv.URL+"/jwks.json\n\t\t\t\tjwks_ca_file "+ca, "", "")
+	waitAccepted(t, g, func() string { return mint(t, key, harness.Token{}) })
+
+	untrusted := startGateway(t, "jwks_url "+srv.URL+"/jwks.json", "", "")
+	line := waitLog(t, untrusted, "partner key set fetch failing", `"partner":"demo"`)
+	if !strings.Contains(line, "certificate") {
+		t.Errorf("fetch failure without jwks_ca_file = %s, want a certificate error", line)
+	}
+	resp := untrusted.PostURL(t, "demo", mint(t, key, harness.Token{}))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("without jwks_ca_file: status %d body %s, want 503", resp.StatusCode, resp.Body)
+	}
 }
