@@ -3,10 +3,13 @@ package jwtpartner
 import (
 	"context"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +17,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linktoken"
@@ -196,5 +202,41 @@ func TestKeySetGauges(t *testing.T) {
 	}
 	if v, ok := got["partnergate_key_set_last_failure_timestamp_seconds"]; ok {
 		t.Errorf("partnergate_key_set_last_failure_timestamp_seconds = %v, want no series before a failure", v)
+	}
+}
+
+// TestLogFetch: each change a fetch reports is one line at its level; a fetch that changes
+// nothing writes only its debug line.
+func TestLogFetch(t *testing.T) {
+	since := time.Unix(1_800_000_000, 0)
+	refused := &linktoken.KeySetError{Key: 0, KeyID: "k2", Err: errors.New(`key holds private key material (member "d")`)}
+	tests := []struct {
+		name string
+		ev   linktoken.FetchEvent
+		want []string // "level message"
+	}{
+		{"unchanged", linktoken.FetchEvent{Keys: 1}, nil},
+		{"loaded", linktoken.FetchEvent{Loaded: true, Keys: 2}, []string{"info partner key set loaded"}},
+		{"rotated", linktoken.FetchEvent{Added: []string{"k2"}, Removed: []string{"k1"}, Keys: 1}, []string{"info partner key set rotated"}},
+		{"refused, failing", linktoken.FetchEvent{Err: fmt.Errorf("refusing fetched key set: %w", refused), RefusedChanged: true, FailureStarted: true, FailingSince: since, Keys: 1},
+			[]string{"warn partner key set refused", "warn partner key set fetch failing"}},
+		{"refused again", linktoken.FetchEvent{Err: fmt.Errorf("refusing fetched key set: %w", refused), FailingSince: since, Keys: 1}, nil},
+		{"still failing", linktoken.FetchEvent{Err: errors.New("fetching key set: status 503"), FailingSince: since, Keys: 1}, nil},
+		{"near max_stale", linktoken.FetchEvent{Err: errors.New("fetching key set: status 503"), StaleSoon: true, StaleIn: time.Hour, FailingSince: since, Keys: 1},
+			[]string{"warn partner key set near max_stale"}},
+		{"recovered", linktoken.FetchEvent{Recovered: true, RecoveredFrom: since, Keys: 1}, []string{"info partner key set fetch recovered"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			logFetch(zap.New(core), tt.ev)
+			var got []string
+			for _, e := range logs.All() {
+				got = append(got, e.Level.String()+" "+e.Message)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("logFetch(%s) wrote %q, want %q", tt.name, got, tt.want)
+			}
+		})
 	}
 }
