@@ -589,6 +589,8 @@ func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 type fetchResult struct {
 	set         *KeySet
 	notModified bool
+	// conditional is the set whose ETag the request sent: a 304 confirms that set only.
+	conditional *KeySet
 	etag        string
 	next        time.Duration
 	err         error
@@ -610,8 +612,10 @@ func (r *RemoteKeys) get(ctx context.Context) fetchResult {
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	st := r.cache.state.Load()
+	var conditional *KeySet
 	if st != nil && st.set != nil && st.etag != "" {
 		req.Header.Set("If-None-Match", st.etag)
+		conditional = st.set
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -620,8 +624,8 @@ func (r *RemoteKeys) get(ctx context.Context) fetchResult {
 	defer resp.Body.Close()
 	res := fetchResult{next: refreshInterval(resp.Header, time.Now(), r.cfg.MinRefresh, r.cfg.MaxRefresh)}
 
-	if resp.StatusCode == http.StatusNotModified && st != nil && st.set != nil {
-		res.notModified = true
+	if resp.StatusCode == http.StatusNotModified && conditional != nil {
+		res.notModified, res.conditional = true, conditional
 		return res
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -664,6 +668,12 @@ func (r *RemoteKeys) install(res fetchResult) FetchEvent {
 	}
 	old := *st
 	var ev FetchEvent
+	if res.notModified && st.set != res.conditional {
+		// Another source on this cache (the configuration being replaced by a reload)
+		// installed a set while the request ran: the 304 says nothing about it.
+		ev.NotModified, ev.Keys = true, st.set.Len()
+		return ev
+	}
 	if res.err == nil {
 		if !res.notModified {
 			if old.set == nil {

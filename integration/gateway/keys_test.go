@@ -118,7 +118,7 @@ func waitLog(t *testing.T, g *gateway, msg string, subs ...string) string {
 func TestReloadWithKeyURLDownKeepsKeys(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "k1")
 	srv := harness.NewJWKSServer(t, key)
-	const maxStale = "max_stale 20s"
+	const maxStale = "max_stale 30s"
 	g := startGateway(t, "jwks_url "+srv.JWKSURL(), maxStale, "")
 	waitAccepted(t, g, func() string { return mint(t, key, harness.Token{}) })
 	waitLog(t, g, "partner key set loaded", `"partner":"demo"`, `"keys":1`)

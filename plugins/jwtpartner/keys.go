@@ -232,8 +232,7 @@ func (h *Handler) noteUnknownKid(ps *partnerState) {
 	if n == 0 {
 		return
 	}
-	h.logger.Warn("partner tokens name kids not in the key set",
-		zap.String("partner", ps.name),
-		zap.Int("count", n),
-		zap.Duration("per", ps.cooldown))
+	if c := h.logger.Check(zapcore.WarnLevel, "partner tokens name kids not in the key set"); c != nil {
+		c.Write(zap.String("partner", ps.name), zap.Int("count", n), zap.Duration("per", ps.cooldown))
+	}
 }
