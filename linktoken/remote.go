@@ -10,6 +10,8 @@ package linktoken
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +59,31 @@ type FetchEvent struct {
 	Duration time.Duration
 	// Next is the time until the next scheduled fetch.
 	Next time.Duration
+
+	// The fields below say how the fetch changed the source's state, so that each change
+	// is logged once rather than on every fetch. They name keys by kid only.
+
+	// Loaded is set when the fetch installed the first usable set (of this source's
+	// KeyCache: a configuration reload that keeps the cache does not load again).
+	Loaded bool
+	// Added and Removed list the kids that a newly fetched set added and removed, sorted.
+	Added, Removed []string
+	// RefusedChanged is set when Err is a refused set whose reason differs from the last
+	// refusal (or there was none): the same refusal fetched again is not news.
+	RefusedChanged bool
+	// FailingSince is when the current run of failed fetches began; zero after a success.
+	FailingSince time.Time
+	// FailureStarted is set on the first failed fetch after a success (or of the source).
+	FailureStarted bool
+	// Recovered is set on the first successful fetch after failed ones; RecoveredFrom is
+	// when the failures began.
+	Recovered     bool
+	RecoveredFrom time.Time
+	// StaleSoon is set, once per run of failures, on the failed fetch that finds the last
+	// good set with a quarter of MaxStale or less left (StaleIn, negative once it has run
+	// out): after it, lookups answer keys_unavailable.
+	StaleSoon bool
+	StaleIn   time.Duration
 }
 
 // RemoteConfig configures a key source for a partner's jwks_url. Zero values take the
@@ -87,6 +114,14 @@ type RemoteConfig struct {
 	MaxSize int64
 	// OnFetch, if set, is called after every fetch, from the fetching goroutine.
 	OnFetch func(FetchEvent)
+	// RootCAs, if set, is the only pool of certificate authorities trusted for the key
+	// set's https connections (redirects included); nil trusts the system's pool.
+	RootCAs *x509.CertPool
+	// Cache holds the last good set, its age and the failure record; a configuration
+	// reload that hands the new source the old source's cache starts from the last good
+	// set rather than from nothing. nil gives the source a cache of its own. Sources that
+	// share a cache must share the key source (URL, RootCAs): it is the caller's key.
+	Cache *KeyCache
 	// Now is the clock of the cooldown and staleness rules; nil is time.Now.
 	Now func() time.Time
 
@@ -102,25 +137,60 @@ type RemoteKeys struct {
 	cfg    RemoteConfig
 	url    string
 	client *http.Client
-
-	state atomic.Pointer[remoteState]
+	cache  *KeyCache
 
 	mu       sync.Mutex
 	ctx      context.Context // the source's lifetime, set by Start
 	inflight chan struct{}   // closed when the fetch under way ends
 	lastMiss time.Time       // when an unknown kid last caused a fetch
 	next     time.Time       // when the loop fetches next (wall clock)
-	etag     string
-	failures int
+	fetches  int             // fetches this source has made
+	failures int             // failed fetches since this source's last success
+}
+
+// KeyCache is what a remote key source knows of its key set beyond one configuration's
+// lifetime: the last good set and when it was fetched (max_stale counts from then), the
+// ETag, the refusal and the record of failures. RemoteKeys replaces its state whole, so
+// lookups read it without a lock; updates are serialised so that each change is seen,
+// and reported, by one fetch.
+type KeyCache struct {
+	mu    sync.Mutex // held while a fetch's outcome is installed
+	state atomic.Pointer[remoteState]
+}
+
+// NewKeyCache returns an empty cache.
+func NewKeyCache() *KeyCache { return new(KeyCache) }
+
+// Status is a key source's state for metrics: when the set in use was last fetched
+// successfully (zero before the first), when a fetch last failed (zero if none has), and
+// how many keys the set in use holds.
+type Status struct {
+	Fetched, Failed time.Time
+	Keys            int
+}
+
+// Status reports the cache's state.
+func (c *KeyCache) Status() Status {
+	st := c.state.Load()
+	if st == nil {
+		return Status{}
+	}
+	return Status{Fetched: st.fetched, Failed: st.failed, Keys: st.set.Len()}
 }
 
 // remoteState is the set in use, replaced whole so that lookups read it without a lock.
 type remoteState struct {
 	set     *KeySet   // nil until a set loads
 	fetched time.Time // last successful fetch, by cfg.Now
+	etag    string    // the ETag of the set in use, for a conditional fetch
 	// refused is why the set last fetched was refused, nil once a set loads again. A
 	// lookup the usable set cannot answer answers with it: the partner's fix is in the set.
 	refused *KeySetError
+	failed  time.Time // last failed fetch, by cfg.Now
+	// failingSince is when the current run of failed fetches began, zero after a success;
+	// staleWarned is set once that run has reported StaleSoon.
+	failingSince time.Time
+	staleWarned  bool
 }
 
 // NewRemoteKeys checks the configuration and returns a source that is not fetching yet;
@@ -173,9 +243,24 @@ func NewRemoteKeys(cfg RemoteConfig) (*RemoteKeys, error) {
 	tr.DialContext = g.dial
 	tr.DialTLSContext = nil
 	tr.DisableKeepAlives = true
+	if cfg.RootCAs != nil {
+		// Instead of the system's pool, not added to it: a partner on a private CA needs
+		// that CA only, and any other CA trusted for its key URL could vouch for a server
+		// that hands out the partner's identity.
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if tr.TLSClientConfig != nil {
+			tc = tr.TLSClientConfig.Clone()
+		}
+		tc.RootCAs = cfg.RootCAs
+		tr.TLSClientConfig = tc
+	}
 	client.Transport = tr
 	client.CheckRedirect = checkRedirect
-	return &RemoteKeys{cfg: cfg, url: cfg.URL, client: &client}, nil
+	cache := cfg.Cache
+	if cache == nil {
+		cache = NewKeyCache()
+	}
+	return &RemoteKeys{cfg: cfg, url: cfg.URL, client: &client, cache: cache}, nil
 }
 
 // checkRedirect is the key set client's redirect policy (probe finding 5). Each hop must
@@ -382,7 +467,7 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*Key, error) {
 // lookup answers kid from the state in use; miss reports a kid that a usable set does not
 // hold, which a refetch may find.
 func (r *RemoteKeys) lookup(kid string) (k *Key, miss bool, err error) {
-	st := r.state.Load()
+	st := r.cache.state.Load()
 	switch {
 	case st == nil:
 		return nil, false, errKeysUnavailable(nil)
@@ -404,7 +489,7 @@ func (r *RemoteKeys) lookup(kid string) (k *Key, miss bool, err error) {
 // Current returns the set in use and when it was last fetched successfully, or nil before
 // the first successful fetch.
 func (r *RemoteKeys) Current() (*KeySet, time.Time) {
-	st := r.state.Load()
+	st := r.cache.state.Load()
 	if st == nil || st.set == nil {
 		return nil, time.Time{}
 	}
@@ -431,7 +516,7 @@ func (r *RemoteKeys) loop(ctx context.Context) {
 		}
 		reason := FetchRefresh
 		switch {
-		case r.state.Load() == nil && r.failures == 0:
+		case r.fetches == 0:
 			reason = FetchStart
 		case r.failures > 0:
 			reason = FetchRetry
@@ -457,6 +542,7 @@ func (r *RemoteKeys) loop(ctx context.Context) {
 func (r *RemoteKeys) startFetchLocked(reason FetchReason) chan struct{} {
 	ch := make(chan struct{})
 	r.inflight = ch
+	r.fetches++
 	ctx := r.ctx
 	go func() {
 		ev := r.fetch(ctx, reason)
@@ -491,15 +577,28 @@ func (r *RemoteKeys) retryAfter(failures int) time.Duration {
 // request, leaves the last good set in place.
 func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 	start := time.Now()
-	ev := FetchEvent{Reason: reason}
-	done := func(err error) FetchEvent {
-		ev.Err = err
-		ev.Duration = time.Since(start)
-		if st := r.state.Load(); st != nil {
-			ev.Keys = st.set.Len()
-		}
-		return ev
-	}
+	res := r.get(ctx)
+	ev := r.install(res)
+	ev.Reason = reason
+	ev.Duration = time.Since(start)
+	ev.Next = res.next
+	return ev
+}
+
+// fetchResult is what one request brought back, before it is installed.
+type fetchResult struct {
+	set         *KeySet
+	notModified bool
+	// conditional is the set whose ETag the request sent: a 304 confirms that set only.
+	conditional *KeySet
+	etag        string
+	next        time.Duration
+	err         error
+	refused     *KeySetError // the set was fetched and refused; err wraps it
+}
+
+// get makes the request and parses the answer.
+func (r *RemoteKeys) get(ctx context.Context) fetchResult {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchTimeout)
 	defer cancel()
 	chain := &fetchChain{}
@@ -509,61 +608,121 @@ func (r *RemoteKeys) fetch(ctx context.Context, reason FetchReason) FetchEvent {
 	ctx = context.WithValue(ctx, fetchChainKey{}, chain)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
-		return done(fmt.Errorf("fetching key set: %v", err))
+		return fetchResult{err: fmt.Errorf("fetching key set: %v", err)}
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	r.mu.Lock()
-	etag := r.etag
-	r.mu.Unlock()
-	if etag != "" && r.state.Load() != nil {
-		req.Header.Set("If-None-Match", etag)
+	st := r.cache.state.Load()
+	var conditional *KeySet
+	if st != nil && st.set != nil && st.etag != "" {
+		req.Header.Set("If-None-Match", st.etag)
+		conditional = st.set
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return done(fmt.Errorf("fetching key set: %v", err))
+		return fetchResult{err: fmt.Errorf("fetching key set: %v", err)}
 	}
 	defer resp.Body.Close()
-	ev.Next = refreshInterval(resp.Header, time.Now(), r.cfg.MinRefresh, r.cfg.MaxRefresh)
+	res := fetchResult{next: refreshInterval(resp.Header, time.Now(), r.cfg.MinRefresh, r.cfg.MaxRefresh)}
 
-	if st := r.state.Load(); resp.StatusCode == http.StatusNotModified && st != nil && st.set != nil {
-		ev.NotModified = true
-		r.state.Store(&remoteState{set: st.set, fetched: r.cfg.Now()})
-		return done(nil)
+	if resp.StatusCode == http.StatusNotModified && conditional != nil {
+		res.notModified, res.conditional = true, conditional
+		return res
 	}
 	if resp.StatusCode != http.StatusOK {
-		return done(fmt.Errorf("fetching key set: status %d", resp.StatusCode))
+		res.err = fmt.Errorf("fetching key set: status %d", resp.StatusCode)
+		return res
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, r.cfg.MaxSize+1))
 	if err != nil {
-		return done(fmt.Errorf("reading key set: %v", err))
+		res.err = fmt.Errorf("reading key set: %v", err)
+		return res
 	}
 	if int64(len(body)) > r.cfg.MaxSize {
-		return done(r.refuse(refuseSet(fmt.Errorf("key set is larger than %d bytes", r.cfg.MaxSize))))
+		res.refused = refuseSet(fmt.Errorf("key set is larger than %d bytes", r.cfg.MaxSize))
+		res.err = res.refused
+		return res
 	}
 	set, err := ParseKeySet(body)
 	if err != nil {
 		var kerr *KeySetError
 		if errors.As(err, &kerr) {
-			r.refuse(kerr)
+			res.refused = kerr
 		}
-		return done(fmt.Errorf("refusing fetched key set: %w", err))
+		res.err = fmt.Errorf("refusing fetched key set: %w", err)
+		return res
 	}
-	r.state.Store(&remoteState{set: set, fetched: r.cfg.Now()})
-	r.mu.Lock()
-	r.etag = resp.Header.Get("ETag")
-	r.mu.Unlock()
-	return done(nil)
+	res.set, res.etag = set, resp.Header.Get("ETag")
+	return res
 }
 
-// refuse records that the set just fetched was refused, keeping the last good set in use,
-// and returns the refusal for the fetch's event.
-func (r *RemoteKeys) refuse(kerr *KeySetError) error {
-	st := &remoteState{refused: kerr}
-	if old := r.state.Load(); old != nil {
-		st.set, st.fetched = old.set, old.fetched
+// install records a fetch's outcome in the cache and says what it changed. A failure
+// keeps the last good set; a refused set is remembered so that lookups can say why.
+func (r *RemoteKeys) install(res fetchResult) FetchEvent {
+	c := r.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := r.cfg.Now()
+	st := new(remoteState)
+	if old := c.state.Load(); old != nil {
+		*st = *old
 	}
-	r.state.Store(st)
-	return kerr
+	old := *st
+	var ev FetchEvent
+	if res.notModified && st.set != res.conditional {
+		// Another source on this cache (the configuration being replaced by a reload)
+		// installed a set while the request ran: the 304 says nothing about it.
+		ev.NotModified, ev.Keys = true, st.set.Len()
+		return ev
+	}
+	if res.err == nil {
+		if !res.notModified {
+			if old.set == nil {
+				ev.Loaded = true
+			} else {
+				ev.Added, ev.Removed = diffKids(old.set, res.set)
+			}
+			st.set, st.etag = res.set, res.etag
+		}
+		st.fetched, st.refused = now, nil
+		if !old.failingSince.IsZero() {
+			ev.Recovered, ev.RecoveredFrom = true, old.failingSince
+		}
+		st.failingSince, st.staleWarned = time.Time{}, false
+	} else {
+		ev.Err = res.err
+		st.failed = now
+		if res.refused != nil {
+			ev.RefusedChanged = old.refused == nil || old.refused.Error() != res.refused.Error()
+			st.refused = res.refused
+		}
+		if st.failingSince.IsZero() {
+			st.failingSince, ev.FailureStarted = now, true
+		}
+		ev.FailingSince = st.failingSince
+		if left := st.fetched.Add(r.cfg.MaxStale).Sub(now); st.set != nil && !st.staleWarned && left <= r.cfg.MaxStale/4 {
+			st.staleWarned, ev.StaleSoon, ev.StaleIn = true, true, left
+		}
+	}
+	c.state.Store(st)
+	ev.NotModified = res.notModified
+	ev.Keys = st.set.Len()
+	return ev
+}
+
+// diffKids returns the kids of next that prev lacks and those of prev that next lacks,
+// sorted (KeyIDs is).
+func diffKids(prev, next *KeySet) (added, removed []string) {
+	for _, id := range next.KeyIDs() {
+		if _, ok := prev.keys[id]; !ok {
+			added = append(added, id)
+		}
+	}
+	for _, id := range prev.KeyIDs() {
+		if _, ok := next.keys[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	return added, removed
 }
 
 // refreshInterval reads the freshness lifetime of a response (RFC 9111 §4.2.1:

@@ -35,6 +35,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			algorithms       <RS256|PS256|ES256...>
 //			jwks_file        <path>
 //			jwks_url         <url>
+//			jwks_ca_file     <pem>
 //			refresh_min      <duration>
 //			refresh_max      <duration>
 //			refresh_cooldown <duration>
@@ -57,9 +58,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // partner may repeat, once per name; every other subdirective may appear once. Each partner
-// needs issuer, audience and exactly one of jwks_file and jwks_url. A jwks_file is read
-// at provisioning, not here: caddy validate reports one that does not load with the
-// partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
+// needs issuer, audience and exactly one of jwks_file and jwks_url; jwks_ca_file only with
+// jwks_url. A jwks_file and a jwks_ca_file are read at provisioning, not here: caddy
+// validate reports one that does not load with the partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
 // all (JSON -1: a zero there is the default). dry_run, for test environments only, turns on
 // the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is given.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -211,6 +212,9 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 			if err == nil {
 				rule = checkJWKSURL(p.JWKSURL)
 			}
+		case "jwks_ca_file":
+			// Only the path, like jwks_file: Provision reads the file.
+			err = oneArg(d, &p.JWKSCAFile)
 		case "algorithms":
 			p.Algorithms = d.RemainingArgs()
 			if len(p.Algorithms) == 0 {
@@ -258,6 +262,9 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 	}
 	// What the block as a whole must have is named at the partner's line.
 	if err := p.checkRequired(); err != nil {
+		return nil, fmt.Errorf("partner %s: %v, at %s:%d", name, err, file, line)
+	}
+	if err := checkJWKSCAFile(p); err != nil {
 		return nil, fmt.Errorf("partner %s: %v, at %s:%d", name, err, file, line)
 	}
 	return p, nil

@@ -33,6 +33,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					audience svc-link
 					algorithms RS256 ES256
 					jwks_url https://acme.example/.well-known/jwks.json
+					jwks_ca_file /etc/partnergate/acme-ca.pem
 					refresh_min 2m
 					refresh_max 2h
 					refresh_cooldown 10s
@@ -51,7 +52,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				upstream_secret {env.SECRET}
 				errors handle_errors
 			}`,
-			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
+			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","jwks_ca_file":"/etc/partnergate/acme-ca.pem","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
 		},
 		{
 			name:  "leeway 0 is none",
@@ -60,6 +61,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		},
 		{name: "argument on directive", input: "jwt_partner extra {\n" + partner + "\n}", err: "wrong argument count"},
 		{name: "no partner", input: "jwt_partner {\nleeway 1s\n}", err: "at least one partner"},
+		{name: "CA file without jwks_url", input: "jwt_partner {\npartner demo {\nissuer i\naudience a\njwks_file j.json\njwks_ca_file ca.pem\n}\n}", err: "partner demo: jwks_ca_file is for a jwks_url"},
+		{name: "CA file without value", input: "jwt_partner {\npartner demo {\nissuer i\naudience a\njwks_url https://x.example/j\njwks_ca_file\n}\n}", err: "wrong argument count"},
 		{name: "unknown option", input: "jwt_partner {\n" + partner + "\nfoo bar\n}", err: `unrecognized subdirective "foo"`},
 		{name: "duplicate option", input: "jwt_partner {\n" + partner + "\nleeway 1s\nleeway 2s\n}", err: "leeway: given more than once"},
 		{name: "duplicate partner", input: "jwt_partner {\n" + partner + "\n" + partner + "\n}", err: "partner demo: configured more than once"},

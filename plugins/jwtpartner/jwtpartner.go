@@ -148,6 +148,9 @@ type Handler struct {
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
+
+	// cacheKeys are this configuration's references in keyCaches, released by Cleanup.
+	cacheKeys []string
 }
 
 // Partner is one partner's rules and key set.
@@ -172,6 +175,14 @@ type Partner struct {
 	// as its Cache-Control allows within refresh_min..refresh_max, and refetched on an
 	// unknown kid at most once per refresh_cooldown.
 	JWKSURL string `json:"jwks_url,omitempty"`
+
+	// JWKSCAFile is a PEM file of the certificate authorities trusted for jwks_url's
+	// HTTPS connections, redirects included, for a partner whose key server uses a private
+	// CA. It replaces the system's pool for this partner (it is not added to it): no other
+	// CA can vouch for the partner's key server. Read at provisioning: a file that cannot
+	// be read or holds no certificate fails the configuration. Only with jwks_url. Default
+	// unset: the system's pool.
+	JWKSCAFile string `json:"jwks_ca_file,omitempty"`
 
 	// RefreshMin is the shortest time between two scheduled fetches of jwks_url, whatever
 	// its Cache-Control max-age or Expires asks for. Default 1m.
@@ -222,7 +233,8 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults, expands the upstream secret, loads the nonce store and starts a
 // key source per partner with ctx, and registers the handler for the readiness checks of its
 // configuration (ready.go). The URL fetchers stop when ctx is cancelled (on unload, and after
-// a failed Provision); the nonce store is a guest module that Caddy cleans up itself.
+// a failed Provision), and the nonce store is a guest module that Caddy cleans up itself;
+// Cleanup releases the key caches that outlive the configuration.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.now == nil {
@@ -292,6 +304,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
+// Cleanup takes the handler out of the readiness checks (ready.go) and releases this
+// configuration's references to the pooled key caches; a cache no configuration uses any
+// more is dropped. It works after a partial Provision. The URL fetchers stop with ctx and
+// Caddy cleans up the nonce store itself.
+func (h *Handler) Cleanup() error {
+	h.unregisterReady()
+	return h.releaseKeyCaches()
+}
+
 // reverseProxyModule is the module whose debug line "upstream roundtrip" logs every header
 // of the request it sends upstream: after this handler, the verified identity.
 const reverseProxyModule = "http.handlers.reverse_proxy"
@@ -313,13 +334,6 @@ func (h *Handler) warnIfProxyLogsHeaders(ctx caddy.Context) {
 	h.logger.Warn("reverse_proxy logs at debug level: its upstream roundtrip lines carry every forwarded header, the verified identity and personal data included; log reverse_proxy at info or above",
 		zap.String("module", reverseProxyModule),
 		zap.String("header_prefix", h.prefix))
-}
-
-// Cleanup takes the handler out of the readiness checks (ready.go). The URL fetchers stop
-// with ctx and Caddy cleans up the nonce store itself.
-func (h *Handler) Cleanup() error {
-	h.unregisterReady()
-	return nil
 }
 
 // Validate checks the configuration after Provision.

@@ -2,9 +2,12 @@ package jwtpartner
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/partnergate/partnergate/linktoken"
 )
 
 // metrics are the handler's Prometheus collectors, registered in the configuration's
@@ -17,6 +20,7 @@ type metrics struct {
 	keyRefreshes *prometheus.CounterVec   // partner, result
 	keyCount     *prometheus.GaugeVec     // partner
 	dropped      *prometheus.CounterVec   // partner, field
+	keySets      *keySetCollector         // partner
 }
 
 // latencyBuckets span a signature check (tens of microseconds) to a slow Redis round trip.
@@ -53,6 +57,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "partnergate_optional_fields_dropped_total",
 			Help: "Optional payload fields of accepted links dropped because their values were malformed or blank, by partner and field (its JSON path).",
 		}, []string{"partner", "field"}),
+		keySets: newKeySetCollector(time.Now),
 	}
 	if reg == nil {
 		return m
@@ -63,6 +68,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.keyRefreshes = register(reg, m.keyRefreshes)
 	m.keyCount = register(reg, m.keyCount)
 	m.dropped = register(reg, m.dropped)
+	m.keySets = register(reg, m.keySets)
 	return m
 }
 
@@ -116,3 +122,68 @@ func (m *metrics) keyRefresh(partner string, err error) {
 func (m *metrics) optionalFieldDropped(partner, field string) {
 	m.dropped.WithLabelValues(partner, field).Inc()
 }
+
+// keySet makes the key set gauges report the partner's key source through status.
+func (m *metrics) keySet(partner string, status func() linktoken.Status) {
+	m.keySets.set(partner, status)
+}
+
+// keySetCollector reports, per partner, the age of the key set in use and the times of
+// the last successful and the last failed fetch, read from the key sources when scraped:
+// an age gauge set at each fetch would be stale by the time it is read. A partner's
+// series are absent until there is something to say (no set yet, no failure yet).
+type keySetCollector struct {
+	age, success, failure *prometheus.Desc
+	now                   func() time.Time
+
+	mu      sync.Mutex
+	sources map[string]func() linktoken.Status
+}
+
+func newKeySetCollector(now func() time.Time) *keySetCollector {
+	return &keySetCollector{
+		age: prometheus.NewDesc("partnergate_key_set_age_seconds",
+			"Seconds since the partner's key set in use was fetched successfully from jwks_url (or loaded from jwks_file); max_stale counts from then.",
+			[]string{"partner"}, nil),
+		success: prometheus.NewDesc("partnergate_key_set_last_success_timestamp_seconds",
+			"Unix time of the last successful fetch of the partner's jwks_url (or load of its jwks_file).",
+			[]string{"partner"}, nil),
+		failure: prometheus.NewDesc("partnergate_key_set_last_failure_timestamp_seconds",
+			"Unix time of the last failed fetch of the partner's jwks_url (unreachable, an error status, or a refused set).",
+			[]string{"partner"}, nil),
+		now:     now,
+		sources: make(map[string]func() linktoken.Status),
+	}
+}
+
+func (c *keySetCollector) set(partner string, status func() linktoken.Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sources[partner] = status
+}
+
+// Describe implements prometheus.Collector.
+func (c *keySetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.age
+	ch <- c.success
+	ch <- c.failure
+}
+
+// Collect implements prometheus.Collector.
+func (c *keySetCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for partner, status := range c.sources {
+		st := status()
+		if !st.Fetched.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(now.Sub(st.Fetched).Seconds(), 0), partner)
+			ch <- prometheus.MustNewConstMetric(c.success, prometheus.GaugeValue, unixSeconds(st.Fetched), partner)
+		}
+		if !st.Failed.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.failure, prometheus.GaugeValue, unixSeconds(st.Failed), partner)
+		}
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

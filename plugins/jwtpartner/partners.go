@@ -20,6 +20,10 @@ type partnerState struct {
 	verifier *linktoken.Verifier
 	keys     linktoken.KeySource
 	dryRun   *rate.Limiter // the dry run's bucket; nil when the dry run is off
+
+	// unknownKids and cooldown pace the log line of a burst of key_unknown answers.
+	unknownKids *unknownKids
+	cooldown    time.Duration
 }
 
 // provisionPartner checks the partner's options, builds its rules (the handler's defaults
@@ -36,7 +40,8 @@ func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (
 	if err != nil {
 		return nil, err
 	}
-	ps := &partnerState{name: name, verifier: v, keys: keys}
+	ps := &partnerState{name: name, verifier: v, keys: keys, unknownKids: new(unknownKids),
+		cooldown: firstDuration(p.RefreshCooldown, caddy.Duration(linktoken.DefaultCooldown))}
 	if p.DryRun != nil {
 		ps.dryRun = p.DryRun.limiter()
 		h.warnDryRun(name)
@@ -85,6 +90,9 @@ func (p *Partner) check() error {
 		if err := checkJWKSURL(p.JWKSURL); err != nil {
 			return err
 		}
+	}
+	if err := checkJWKSCAFile(p); err != nil {
+		return err
 	}
 	if err := checkMaxLifetime(p.MaxLifetime); err != nil {
 		return fmt.Errorf("max_lifetime %s: %v", time.Duration(p.MaxLifetime), err)
@@ -141,6 +149,15 @@ func checkKinds(kinds []string) error {
 func checkJWKSURL(u string) error {
 	if err := linktoken.CheckKeySetURL(u); err != nil {
 		return fmt.Errorf("jwks_url: %v", err)
+	}
+	return nil
+}
+
+// checkJWKSCAFile refuses a jwks_ca_file without a jwks_url: it would trust a CA for
+// nothing, and most likely the key source is not the one meant.
+func checkJWKSCAFile(p *Partner) error {
+	if p.JWKSCAFile != "" && p.JWKSURL == "" {
+		return errors.New("jwks_ca_file is for a jwks_url: configure jwks_url, or remove jwks_ca_file")
 	}
 	return nil
 }

@@ -39,6 +39,17 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 			h.Partners["demo"].JWKSURL = "http://partner.example/jwks.json"
 		}, "https"},
 		{"missing key file", func(h *Handler) { h.Partners["demo"].JWKSFile = jwks + ".missing" }, "partner demo: jwks_file"},
+		{"CA file without jwks_url", func(h *Handler) { h.Partners["demo"].JWKSCAFile = jwks }, "partner demo: jwks_ca_file is for a jwks_url"},
+		{"missing CA file", func(h *Handler) {
+			h.Partners["demo"].JWKSFile = ""
+			h.Partners["demo"].JWKSURL = "https://x.example/j"
+			h.Partners["demo"].JWKSCAFile = jwks + ".missing"
+		}, "partner demo: jwks_ca_file: open "},
+		{"CA file without a certificate", func(h *Handler) {
+			h.Partners["demo"].JWKSFile = ""
+			h.Partners["demo"].JWKSURL = "https://x.example/j"
+			h.Partners["demo"].JWKSCAFile = jwks
+		}, "partner demo: jwks_ca_file " + jwks + ": no PEM certificate in the file"},
 		{"lifetime over 5m", func(h *Handler) { h.MaxLifetime = caddy.Duration(6 * 60e9) }, "max_lifetime 6m0s"},
 		{"partner lifetime over 5m", func(h *Handler) { h.Partners["demo"].MaxLifetime = caddy.Duration(10 * time.Minute) }, "partner demo: max_lifetime 10m0s: at most 5m0s"},
 		// The handler's default is checked even where every partner overrides it, as the

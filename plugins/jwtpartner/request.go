@@ -128,6 +128,9 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	tok, err := ps.verifier.Verify(r.Context(), token, ps.keys)
 	h.metrics.verifyDuration(name, time.Since(vstart))
 	if err != nil {
+		if linktoken.CodeOf(err) == problem.CodeKeyUnknown {
+			h.noteUnknownKid(ps)
+		}
 		return rejectToken(err)
 	}
 	rq.token, rq.alg, rq.kid = tok, tok.Alg, tok.KeyID
