@@ -140,11 +140,14 @@ type Handler struct {
 	partners map[string]*partnerState
 	store    nonce.Store
 	secret   []byte
-	prefix   string
-	names    headerNames
-	logger   *zap.Logger
-	metrics  *metrics
-	now      func() time.Time
+	// secretVars names the environment variables UpstreamSecret reads, for Validate's
+	// message when one is missing.
+	secretVars []string
+	prefix     string
+	names      headerNames
+	logger     *zap.Logger
+	metrics    *metrics
+	now        func() time.Time
 }
 
 // Partner is one partner's rules and key set.
@@ -240,7 +243,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Errors = ErrorsRespond
 	}
 	if h.UpstreamSecret != "" {
-		h.secret = []byte(caddy.NewReplacer().ReplaceKnown(h.UpstreamSecret, ""))
+		h.secret, h.secretVars = expandSecret(h.UpstreamSecret)
 	}
 
 	h.metrics = newMetrics(ctx.GetMetricsRegistry())
@@ -330,8 +333,10 @@ func (h *Handler) Validate() error {
 	if err := checkHeaderPrefix(h.prefix); err != nil {
 		return err
 	}
-	if h.UpstreamSecret != "" && len(h.secret) < 32 {
-		return errors.New("upstream_secret: shorter than 32 bytes after expansion (is the environment variable set?)")
+	if h.UpstreamSecret != "" {
+		if err := checkUpstreamSecret(h.secret, h.secretVars); err != nil {
+			return err
+		}
 	}
 	return nil
 }
