@@ -90,7 +90,9 @@ func TestCaddyfileExampleAdapts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adapting Caddyfile.example: %v", err)
 	}
-	for _, want := range []string{`"handler": "jwt_partner"`, `"issuer": "https://partner.example"`, `"audience": "partnergate-demo"`, `"jwks_file": "./data/demo/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`} {
+	for _, want := range []string{`"handler": "jwt_partner"`, `"issuer": "https://partner.example"`, `"audience": "partnergate-demo"`, `"jwks_file": "./data/demo/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`,
+		// the example serves this machine only (issue 18), and logs why a link was refused
+		"\"listen\": [\n\t\t\t\t\t\t\"127.0.0.1:8080\"\n\t\t\t\t\t]", `"value": "{http.jwt_partner.request_id}"`, `"value": "{http.jwt_partner.error_code}"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("adapted Caddyfile.example lacks %s", want)
 		}
