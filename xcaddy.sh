@@ -12,8 +12,9 @@
 # pseudo-version); else the checkout's tag when HEAD carries one (vX.Y.Z); else a Go
 # pseudo-version of HEAD (v0.0.0-<commit time>-<commit>, or vX.Y.(Z+1)-0.<time>-<commit>
 # after the last tag); else, outside a git checkout (a container build without .git),
-# v0.0.0-00010101000000-000000000000, Go's "no version" (what xcaddy shows for a local
-# replacement). Uncommitted changes are not part of a Go version: the script warns.
+# v0.0.0-00010101000000-000000000000, Go's zero pseudo-version, meaning "unknown". A
+# major version of 2 or more would need the module path …/v2 (Go's rule), so tags stay
+# v0.x or v1.x. Uncommitted changes are not part of a Go version: the script warns.
 # Only the module cache is needed: the main module takes this repository's go.mod and go.sum.
 set -euo pipefail
 cd "$(dirname "$0")"
