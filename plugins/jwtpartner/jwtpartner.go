@@ -140,14 +140,15 @@ type Handler struct {
 	partners map[string]*partnerState
 	store    nonce.Store
 	secret   []byte
+	prefix   string
+	names    headerNames
+	logger   *zap.Logger
+	metrics  *metrics
+	now      func() time.Time
+
 	// secretVars names the environment variables UpstreamSecret reads, for Validate's
 	// message when one is missing.
 	secretVars []string
-	prefix     string
-	names      headerNames
-	logger     *zap.Logger
-	metrics    *metrics
-	now        func() time.Time
 }
 
 // Partner is one partner's rules and key set.
