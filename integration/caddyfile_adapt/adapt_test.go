@@ -11,6 +11,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,9 +91,93 @@ func TestCaddyfileExampleAdapts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adapting Caddyfile.example: %v", err)
 	}
-	for _, want := range []string{`"handler": "jwt_partner"`, `"issuer": "https://partner.example"`, `"audience": "partnergate-demo"`, `"jwks_file": "./data/demo/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`} {
+	for _, want := range []string{`"handler": "jwt_partner"`, `"issuer": "https://partner.example"`, `"audience": "partnergate-demo"`, `"jwks_file": "./data/demo/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`,
+		// the example serves this machine only (issue 18), and logs why a link was refused
+		"\"listen\": [\n\t\t\t\t\t\t\"127.0.0.1:8080\"\n\t\t\t\t\t]", `"value": "{http.jwt_partner.request_id}"`, `"value": "{http.jwt_partner.error_code}"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("adapted Caddyfile.example lacks %s", want)
+		}
+	}
+}
+
+// TestDeployCaddyfileAdapts: the production Caddyfile of deploy/ (docs/operations.md)
+// adapts without a warning and keeps what the walk-through promises: the admin API on a
+// Unix socket, metrics on their own loopback listener, TLS for the site's name, log
+// filters that drop credentials and the query, Redis over TLS with its password from the
+// environment, and the app route stripped of the gateway's headers.
+func TestDeployCaddyfileAdapts(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := adapt("deploy/Caddyfile", string(data))
+	if err != nil {
+		t.Fatalf("adapting deploy/Caddyfile: %v", err)
+	}
+	if strings.Contains(got, "\nwarning: ") {
+		t.Errorf("adapting deploy/Caddyfile warns:\n%s", got[strings.Index(got, "\nwarning: "):])
+	}
+	var cfg struct {
+		Admin struct {
+			Listen string `json:"listen"`
+		} `json:"admin"`
+		Apps struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Listen []string          `json:"listen"`
+					Routes []json.RawMessage `json:"routes"`
+				} `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal([]byte(got), &cfg); err != nil {
+		t.Fatalf("adapted deploy/Caddyfile: %v", err)
+	}
+	if !strings.HasPrefix(cfg.Admin.Listen, "unix/") {
+		t.Errorf("admin listens on %q, want a Unix socket", cfg.Admin.Listen)
+	}
+	var metrics, site bool
+	for name, srv := range cfg.Apps.HTTP.Servers {
+		var compact bytes.Buffer
+		for _, r := range srv.Routes {
+			if err := json.Compact(&compact, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		routes := compact.String()
+		switch {
+		case strings.Contains(routes, `"handler":"metrics"`):
+			metrics = true
+			for _, l := range srv.Listen {
+				if !strings.HasPrefix(l, "127.0.0.1:") {
+					t.Errorf("the metrics server %s listens on %s, want loopback only", name, l)
+				}
+			}
+			if strings.Contains(routes, "jwt_partner") {
+				t.Errorf("the metrics server %s also serves partner routes", name)
+			}
+		case strings.Contains(routes, `"handler":"jwt_partner"`):
+			site = true
+			if !slices.Equal(srv.Listen, []string{":443"}) {
+				t.Errorf("the gateway's server listens on %v, want [:443] (HTTPS for the site's name)", srv.Listen)
+			}
+		}
+	}
+	if !metrics || !site {
+		t.Errorf("deploy/Caddyfile: metrics server %v, gateway server %v; want both", metrics, site)
+	}
+	for _, want := range []string{
+		`"gateway.example.com"`,
+		`"jwks_url": "https://links.acme.example/.well-known/jwks.json"`,
+		`"store": "redis"`, `"password": "{env.PARTNERGATE_REDIS_PASSWORD}"`, `"ca_file": "/etc/partnergate/redis-ca.pem"`,
+		`"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`,
+		`"request\u003eheaders\u003eAuthorization": {`, `"request\u003eheaders\u003eCookie": {`, `"request\u003euri": {`,
+		`"value": "{http.jwt_partner.error_code}"`,
+		`"handler": "drop_trailers"`, `"X-Partner-*"`,
+		`"read_header_timeout"`, `"read_timeout"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("adapted deploy/Caddyfile lacks %s", want)
 		}
 	}
 }

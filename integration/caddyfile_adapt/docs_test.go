@@ -17,7 +17,7 @@ import (
 const repoRoot = "../.."
 
 // TestCaddyfilesFormatted keeps every Caddyfile a reader may copy as `caddy fmt` writes it:
-// Caddyfile.example, any file named Caddyfile* under docs/, and every fenced ```caddyfile
+// Caddyfile.example, deploy/Caddyfile, any file named Caddyfile* under docs/, and every fenced ```caddyfile
 // block in README.md, SECURITY.md and docs/**/*.md. Caddy's adapter warns about an
 // unformatted Caddyfile, so a copied example should not start with a warning. Snippets that
 // are not whole Caddyfiles (one directive's block, <placeholders>, "…" in a comment) are
@@ -29,8 +29,14 @@ func TestCaddyfilesFormatted(t *testing.T) {
 		t.Fatalf("the example configuration is missing: %v", err)
 	}
 	files := []string{example}
+	// The production configuration of deploy/ (docs/operations.md).
+	deploy, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "Caddyfile*"))
+	if err != nil || len(deploy) == 0 {
+		t.Fatalf("deploy/Caddyfile is missing: %v", err)
+	}
+	files = append(files, deploy...)
 	markdown := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "SECURITY.md")}
-	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err

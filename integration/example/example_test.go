@@ -8,6 +8,7 @@ package example
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -257,5 +258,45 @@ func TestExampleTrailers(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the upstream handler did not run")
+	}
+}
+
+// TestExampleAccessLogRefusal: issue 18. The access log line of a refused link carries the
+// request id the partner was given and the rejection's code, so that one line answers
+// "why was this link refused".
+func TestExampleAccessLogRefusal(t *testing.T) {
+	e := startExample(t)
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/partner/demo/url", strings.NewReader("not.a.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = e.host
+	req.Header.Set("Content-Type", "text/plain")
+	r := harness.Do(t, req)
+	var answer struct {
+		Code      string `json:"code"`
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(r.Body, &answer); err != nil || r.StatusCode < 400 || answer.Code == "" || answer.RequestID == "" {
+		t.Fatalf("POST /partner/demo/url with a malformed token = %d %s, want a problem with a code and a request id (%v)", r.StatusCode, r.Body, err)
+	}
+
+	e.waitForLog(t, `"uri":"/partner/demo/url"`)
+	var line map[string]any
+	for l := range strings.SplitSeq(e.Logs(), "\n") {
+		if strings.Contains(l, `"logger":"http.log.access`) && strings.Contains(l, `"uri":"/partner/demo/url"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("access log line %q: %v", l, err)
+			}
+		}
+	}
+	if line == nil {
+		t.Fatalf("no access log line for /partner/demo/url:\n%s", e.Logs())
+	}
+	if got := line["request_id"]; got != answer.RequestID {
+		t.Errorf("access log request_id = %v, want the answer's %q", got, answer.RequestID)
+	}
+	if got := line["error_code"]; got != answer.Code {
+		t.Errorf("access log error_code = %v, want the answer's %q", got, answer.Code)
 	}
 }

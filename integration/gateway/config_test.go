@@ -52,7 +52,7 @@ func TestValidate(t *testing.T) {
 		// partner and the path, not a Caddyfile line.
 		{"key file missing", site(ids+"\t\t\tjwks_file "+filepath.Join(dir, "nope.json"), ""), "", "partner demo: jwks_file: reading key set: open " + filepath.Join(dir, "nope.json") + ": no such file or directory", 0},
 		{"key file with private key", site(ids+"\t\t\tjwks_file "+priv, ""), "", "partner demo: jwks_file: key set " + priv + ": key 0", 0},
-		{"secret not set", site(ids+"\t\t\tjwks_file "+good, "\t\tupstream_secret {env.TEST_SECRET_UNSET}"), "", "upstream_secret: shorter than 32 bytes", 0},
+		{"secret not set", site(ids+"\t\t\tjwks_file "+good, "\t\tupstream_secret {env.TEST_SECRET_UNSET}"), "", "upstream_secret is empty: is the environment variable TEST_SECRET_UNSET set?", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

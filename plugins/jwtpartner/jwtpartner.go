@@ -151,6 +151,10 @@ type Handler struct {
 
 	// cacheKeys are this configuration's references in keyCaches, released by Cleanup.
 	cacheKeys []string
+
+	// secretVars names the environment variables UpstreamSecret reads, for Validate's
+	// message when one is missing.
+	secretVars []string
 }
 
 // Partner is one partner's rules and key set.
@@ -255,7 +259,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.Errors = ErrorsRespond
 	}
 	if h.UpstreamSecret != "" {
-		h.secret = []byte(caddy.NewReplacer().ReplaceKnown(h.UpstreamSecret, ""))
+		h.secret, h.secretVars = expandSecret(h.UpstreamSecret)
 	}
 
 	h.metrics = newMetrics(ctx.GetMetricsRegistry())
@@ -355,8 +359,10 @@ func (h *Handler) Validate() error {
 	if err := checkHeaderPrefix(h.prefix); err != nil {
 		return err
 	}
-	if h.UpstreamSecret != "" && len(h.secret) < 32 {
-		return errors.New("upstream_secret: shorter than 32 bytes after expansion (is the environment variable set?)")
+	if h.UpstreamSecret != "" {
+		if err := checkUpstreamSecret(h.secret, h.secretVars); err != nil {
+			return err
+		}
 	}
 	return nil
 }
