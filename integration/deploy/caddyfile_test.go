@@ -40,6 +40,7 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 		{"https://links.acme.example/.well-known/jwks.json", "{{.Vars.jwks}}"},
 		{"127.0.0.1:9080", "{{.Vars.upstream}}"},
 		{"http://127.0.0.1:9180", "http://127.0.0.1:{{.Vars.metrics}}"},
+		{"http://127.0.0.1:9181", "http://127.0.0.1:{{.Vars.ready}}"},
 	} {
 		if !strings.Contains(text, r.old) {
 			t.Fatalf("deploy/Caddyfile has no %q: update this test with it", r.old)
@@ -49,10 +50,10 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 
 	up := harness.NewUpstream(t)
 	keys := harness.NewJWKSServer(t, harness.NewKey(t, "ES256", "acme-1"))
-	metricsPort := strconv.Itoa(harness.FreePort(t))
+	metricsPort, readyPort := strconv.Itoa(harness.FreePort(t)), strconv.Itoa(harness.FreePort(t))
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: text,
-		Vars:      map[string]string{"jwks": keys.JWKSURL(), "upstream": up.Addr(), "metrics": metricsPort},
+		Vars:      map[string]string{"jwks": keys.JWKSURL(), "upstream": up.Addr(), "metrics": metricsPort, "ready": readyPort},
 		Env:       []string{"PARTNERGATE_UPSTREAM_SECRET=deploy-test-upstream-secret-0123456789abcdef"},
 	})
 
@@ -82,6 +83,29 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 		t.Errorf("the metrics listener's /metrics lacks Caddy's HTTP metrics (the global metrics option)")
 	}
 	get(t, metrics+"/partner/acme/url", http.StatusNotFound)
+
+	// The readiness listener: ready once the partner's key set has loaded (its first fetch
+	// runs in the background), and /healthz then reaches the app service.
+	ready := "http://127.0.0.1:" + readyPort
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(ready + "/ready")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), `"ready":true`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /ready on the readiness listener never answered 200 ready: %v", err)
+		}
+	}
+	before := len(up.Requests())
+	get(t, ready+"/healthz", http.StatusOK)
+	if len(up.Requests()) != before+1 {
+		t.Errorf("GET /healthz on the readiness listener did not reach the app service")
+	}
+	get(t, ready+"/partner/acme/url", http.StatusNotFound)
 
 	line := accessLine(t, filepath.Join(c.Dir, "access.log"), `"uri":"/partner/acme/url"`)
 	if line["request_id"] != answer.RequestID || line["error_code"] != answer.Code {

@@ -300,3 +300,30 @@ func TestExampleAccessLogRefusal(t *testing.T) {
 		t.Errorf("access log error_code = %v, want the answer's %q", got, answer.Code)
 	}
 }
+
+// TestExampleHealthz: the example's /healthz is the load balancer's one check, the gateway's
+// readiness and then the app service's. With the demo partner's key file loaded and the
+// memory store the gateway is ready, so it reaches the app service's /healthz and answers
+// what that answers; the app's 503 (its database down) comes back as it is. The gateway's
+// own 503 (Redis down, keys not loaded) is integration/redisstore's TestReadyFollowsRedisAndKeys.
+func TestExampleHealthz(t *testing.T) {
+	e := startExample(t)
+	appStatus := http.StatusOK
+	e.up.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			t.Errorf("the app service got %s, want only /healthz", r.URL.Path)
+		}
+		w.WriteHeader(appStatus)
+		io.WriteString(w, "app health")
+	})
+	if r := e.get(t, "/healthz", nil); r.StatusCode != http.StatusOK || string(r.Body) != "app health" {
+		t.Errorf("GET /healthz = %d %q, want the app service's 200 answer", r.StatusCode, r.Body)
+	}
+	appStatus = http.StatusServiceUnavailable
+	if r := e.get(t, "/healthz", nil); r.StatusCode != http.StatusServiceUnavailable || string(r.Body) != "app health" {
+		t.Errorf("GET /healthz with the app's database down = %d %q, want the app service's 503", r.StatusCode, r.Body)
+	}
+	if n := len(e.up.Requests()); n != 2 {
+		t.Errorf("the app service was asked %d times, want 2", n)
+	}
+}
