@@ -133,34 +133,6 @@ func post(t *testing.T, g *harness.Caddy, path, contentType, body string, header
 // form is the /payload body carrying tok.
 func form(tok string) string { return url.Values{"payload": {tok}}.Encode() }
 
-// partnerLines is the Caddyfile block body of a partner with rules r and the casebook's keys.
-func partnerLines(jwks string, r linktoken.Rules) []string {
-	lines := []string{"jwks_file " + jwks, "issuer " + r.Issuer, "audience " + r.Audience}
-	if len(r.Algorithms) > 0 {
-		lines = append(lines, "algorithms "+strings.Join(r.Algorithms, " "))
-	}
-	if len(r.Kinds) > 0 {
-		var kinds []string
-		for _, k := range r.Kinds {
-			kinds = append(kinds, string(k))
-		}
-		lines = append(lines, "kinds "+strings.Join(kinds, " "))
-	}
-	if r.MaxLifetime > 0 {
-		lines = append(lines, "max_lifetime "+r.MaxLifetime.String())
-	}
-	if r.Leeway > 0 {
-		lines = append(lines, "leeway "+r.Leeway.String())
-	}
-	if r.NonceMinLength > 0 {
-		lines = append(lines, fmt.Sprintf("nonce_min_length %d", r.NonceMinLength))
-	}
-	if r.NonceMaxLength > 0 {
-		lines = append(lines, fmt.Sprintf("nonce_max_length %d", r.NonceMaxLength))
-	}
-	return lines
-}
-
 // TestGatewayRefusalsFitTheDocument posts every rejection case of the casebook to both
 // endpoints of a real gateway, and the refusals that come before the token (media type,
 // body size, the form, the query, an unknown partner, another method or path, a replay, a
@@ -196,7 +168,7 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 		if _, ok := partnerOf[key]; !ok {
 			name := fmt.Sprintf("rules%d", len(partnerOf))
 			partnerOf[key] = name
-			route(name, partnerLines(jwks, c.Rules))
+			route(name, linktokentest.CaddyfileLines(jwks, c.Rules))
 		}
 	}
 	route("keysdown", []string{"jwks_url " + keysDown.JWKSURL(), "issuer " + linktokentest.Issuer, "audience keysdown"})
@@ -369,7 +341,7 @@ func TestDryRunFitsTheDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := harness.NewUpstream(t)
-	lines := append(partnerLines(jwks, linktoken.Rules{Issuer: linktokentest.Issuer, Audience: linktokentest.Audience}), "dry_run 2/1h")
+	lines := append(linktokentest.CaddyfileLines(jwks, linktoken.Rules{Issuer: linktokentest.Issuer, Audience: linktokentest.Audience}), "dry_run 2/1h")
 	g := harness.StartCaddy(t, harness.Config{
 		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n\troute /partner/* {\n\t\tjwt_partner {\n{{.Vars.partner}}\t\t}\n\t\treverse_proxy {{.Vars.upstream}}\n\t}\n}\n",
 		Vars:      map[string]string{"partner": harness.PartnerBlock("trial", lines...), "upstream": up.Addr()},

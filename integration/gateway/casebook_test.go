@@ -17,34 +17,6 @@ import (
 	"github.com/partnergate/partnergate/partnerkit"
 )
 
-// casebookPartner is the Caddyfile block of a partner with rules r and the cases' key set.
-func casebookPartner(name, jwks string, r linktoken.Rules) string {
-	lines := []string{"jwks_file " + jwks, "issuer " + r.Issuer, "audience " + r.Audience}
-	if len(r.Algorithms) > 0 {
-		lines = append(lines, "algorithms "+strings.Join(r.Algorithms, " "))
-	}
-	if len(r.Kinds) > 0 {
-		kinds := make([]string, len(r.Kinds))
-		for i, k := range r.Kinds {
-			kinds[i] = string(k)
-		}
-		lines = append(lines, "kinds "+strings.Join(kinds, " "))
-	}
-	if r.MaxLifetime > 0 {
-		lines = append(lines, "max_lifetime "+r.MaxLifetime.String())
-	}
-	if r.Leeway > 0 {
-		lines = append(lines, "leeway "+r.Leeway.String())
-	}
-	if r.NonceMinLength > 0 {
-		lines = append(lines, fmt.Sprintf("nonce_min_length %d", r.NonceMinLength))
-	}
-	if r.NonceMaxLength > 0 {
-		lines = append(lines, fmt.Sprintf("nonce_max_length %d", r.NonceMaxLength))
-	}
-	return harness.PartnerBlock(name, lines...)
-}
-
 // casebookGateway runs one handler per route name, each with its partner of the same name
 // configured with the rules given, all in front of one recording upstream. One handler per
 // partner: the casebook's rule sets share an issuer and audience, which partners of one
@@ -54,7 +26,7 @@ func casebookGateway(t *testing.T, jwks string, partners map[string]linktoken.Ru
 	var routes strings.Builder
 	for name, r := range partners {
 		fmt.Fprintf(&routes, "\troute /partner/%s/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy %s\n\t}\n",
-			name, casebookPartner(name, jwks, r), up.Addr())
+			name, harness.PartnerBlock(name, linktokentest.CaddyfileLines(jwks, r)...), up.Addr())
 	}
 	g := harness.StartCaddy(t, harness.Config{
 		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n{{.Vars.routes}}}\n",

@@ -8,6 +8,8 @@
 package linktokentest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/jwttest"
@@ -65,4 +67,34 @@ var (
 func jwkJSON(tb testing.TB, key any, kid, alg string) map[string]any {
 	tb.Helper()
 	return jwttest.JWK(tb, key, kid, alg, nil)
+}
+
+// CaddyfileLines are the lines of a Caddyfile partner block that give a partner the rules r
+// and the key set file jwks: the tests that run the cases through a real gateway configure
+// one partner per rule set with them.
+func CaddyfileLines(jwks string, r linktoken.Rules) []string {
+	lines := []string{"jwks_file " + jwks, "issuer " + r.Issuer, "audience " + r.Audience}
+	if len(r.Algorithms) > 0 {
+		lines = append(lines, "algorithms "+strings.Join(r.Algorithms, " "))
+	}
+	if len(r.Kinds) > 0 {
+		kinds := make([]string, len(r.Kinds))
+		for i, k := range r.Kinds {
+			kinds[i] = string(k)
+		}
+		lines = append(lines, "kinds "+strings.Join(kinds, " "))
+	}
+	if r.MaxLifetime > 0 {
+		lines = append(lines, "max_lifetime "+r.MaxLifetime.String())
+	}
+	if r.Leeway > 0 {
+		lines = append(lines, "leeway "+r.Leeway.String())
+	}
+	if r.NonceMinLength > 0 {
+		lines = append(lines, fmt.Sprintf("nonce_min_length %d", r.NonceMinLength))
+	}
+	if r.NonceMaxLength > 0 {
+		lines = append(lines, fmt.Sprintf("nonce_max_length %d", r.NonceMaxLength))
+	}
+	return lines
 }
