@@ -38,6 +38,9 @@ func start(t *testing.T, o Options, visible bool) (*Chrome, string) {
 	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
+	// Chromium keeps its singleton socket in a folder under TMPDIR, which a browser that is
+	// killed (TestChromeWindowClosed) never removes: keep it in the test's folder.
+	t.Setenv("TMPDIR", dir)
 	o.URL = srv.URL + "/"
 	o.ProfileDir = dir + "/profile"
 	o.Browser = chromiumPath
