@@ -145,7 +145,7 @@ func suiteMain(args []string) error {
 	fs.IntVar(&s.conns, "conns", 16, "connections of wrk")
 	fs.IntVar(&s.procs, "procs", 1, "wrk processes sharing the valid load's connections, each with its own tokens (wrk's threads cannot share fresh tokens)")
 	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (B with -compare), key set from jwks_file, "+
-		"2 wrk processes with 16 connections each, the lean upstream (drains the body, answers 35 bytes of text), tokens with ten short payload fields")
+		"one wrk with 32 connections, the lean upstream (drains the body, answers 35 bytes of text), tokens with ten short payload fields")
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
@@ -163,9 +163,6 @@ func suiteMain(args []string) error {
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["conns"] {
 			s.conns = 32
-		}
-		if !set["procs"] {
-			s.procs = 2
 		}
 		if !set["jwks"] {
 			s.jwksMode = "file"
