@@ -9,6 +9,11 @@
 #
 #   scripts/loadbench.sh [duration] [loadbench suite flags...]
 #
+# With -operator it runs the configuration of issue 19's outside measurement instead (a and
+# b only, jwks_file, one wrk with 32 connections, an upstream that drains the body and
+# answers 35 bytes of text, tokens with ten short payload fields; docs/performance.md,
+# Against the leanest baseline).
+#
 # duration is each phase's measured window in whole seconds (default 10s). Caddy is pinned
 # to CPU 1 and wrk, the upstream and Redis to CPU 0 with taskset (the Go processes with
 # GOMAXPROCS=1). All traffic stays on loopback; every process it starts is stopped when it

@@ -127,6 +127,32 @@ func (r *Result) Non(want int) int64 {
 	return n
 }
 
+// Sum adds up the results of wrk runs opened at the same moment against the same server
+// (one load split over several processes): requests, statuses and errors add up, and so
+// do the rates, each over its own run; the latencies are the highest of the runs', which
+// see the same server and differ by little.
+func Sum(parts []*Result) *Result {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	sum := &Result{Status: map[int]int64{}}
+	for _, p := range parts {
+		sum.Requests += p.Requests
+		sum.Errors += p.Errors
+		sum.Timeouts += p.Timeouts
+		sum.Sent += p.Sent
+		sum.RPS += p.RPS
+		sum.Exhausted = sum.Exhausted || p.Exhausted
+		sum.Elapsed = max(sum.Elapsed, p.Elapsed)
+		sum.P50, sum.P90 = max(sum.P50, p.P50), max(sum.P90, p.P90)
+		sum.P99, sum.Max = max(sum.P99, p.P99), max(sum.Max, p.Max)
+		for code, n := range p.Status {
+			sum.Status[code] += n
+		}
+	}
+	return sum
+}
+
 // report is the JSON line partner.lua's done() prints.
 type report struct {
 	Requests   int64            `json:"requests"`

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -336,5 +337,23 @@ func TestArgs(t *testing.T) {
 		if got := strings.Join(tt.cfg.Args(), " "); got != tt.want {
 			t.Errorf("%+v.Args() = %q, want %q", tt.cfg, got, tt.want)
 		}
+	}
+}
+
+// TestSum: one load split over two wrk processes reads as one: counts and rates add up,
+// the latencies are the worse of the two, and one process out of tokens marks the whole.
+func TestSum(t *testing.T) {
+	a := &Result{Requests: 100, Status: map[int]int64{200: 99, 503: 1}, Errors: 1, RPS: 10, Elapsed: 10 * time.Second,
+		P50: 1 * time.Millisecond, P90: 2 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond, Sent: 101}
+	b := &Result{Requests: 120, Status: map[int]int64{200: 120}, RPS: 12, Elapsed: 9 * time.Second, Exhausted: true,
+		P50: 2 * time.Millisecond, P90: 3 * time.Millisecond, P99: 4 * time.Millisecond, Max: 8 * time.Millisecond, Sent: 120}
+	got := Sum([]*Result{a, b})
+	want := &Result{Requests: 220, Status: map[int]int64{200: 219, 503: 1}, Errors: 1, RPS: 22, Elapsed: 10 * time.Second, Exhausted: true,
+		P50: 2 * time.Millisecond, P90: 3 * time.Millisecond, P99: 5 * time.Millisecond, Max: 9 * time.Millisecond, Sent: 221}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Sum() = %+v, want %+v", got, want)
+	}
+	if one := Sum([]*Result{a}); one != a {
+		t.Errorf("Sum of one result = %+v, want it unchanged", one)
 	}
 }

@@ -21,6 +21,48 @@ type metrics struct {
 	keyCount     *prometheus.GaugeVec     // partner
 	dropped      *prometheus.CounterVec   // partner, field
 	keySets      *keySetCollector         // partner
+
+	// The nonce store histogram's two series, looked up once (see lazy).
+	nonceOK, nonceErr lazy[prometheus.Observer]
+}
+
+// lazy holds one series of a vector, looked up on first use: WithLabelValues hashes its
+// labels and takes the vector's lock on every call, which the request path pays on every
+// link, and a series made at provisioning would show before anything happened.
+type lazy[T any] struct {
+	once sync.Once
+	v    T
+}
+
+func (l *lazy[T]) get(newSeries func() T) T {
+	l.once.Do(func() { l.v = newSeries() })
+	return l.v
+}
+
+// partnerSeries are the series an accepted link of one partner touches.
+type partnerSeries struct {
+	verify                   lazy[prometheus.Observer]
+	acceptedURL, acceptedPay lazy[prometheus.Counter]
+}
+
+// verifyDurationOf observes one verification of the partner of s.
+func (m *metrics) verifyDurationOf(s *partnerSeries, partner string, d time.Duration) {
+	s.verify.get(func() prometheus.Observer { return m.verify.WithLabelValues(partner) }).Observe(d.Seconds())
+}
+
+// accepted counts one accepted link of the partner of s at endpoint, as
+// request(partner, endpoint, outcomeAccepted) does.
+func (m *metrics) accepted(s *partnerSeries, partner, endpoint string) {
+	l := &s.acceptedURL
+	switch endpoint {
+	case endpointURL:
+	case endpointPayload:
+		l = &s.acceptedPay
+	default:
+		m.request(partner, endpoint, outcomeAccepted)
+		return
+	}
+	l.get(func() prometheus.Counter { return m.requests.WithLabelValues(partner, endpoint, outcomeAccepted) }).Inc()
 }
 
 // latencyBuckets span a signature check (tens of microseconds) to a slow Redis round trip.
@@ -93,16 +135,12 @@ func (m *metrics) request(partner, endpoint, outcome string) {
 	m.requests.WithLabelValues(partner, endpoint, outcome).Inc()
 }
 
-func (m *metrics) verifyDuration(partner string, d time.Duration) {
-	m.verify.WithLabelValues(partner).Observe(d.Seconds())
-}
-
 func (m *metrics) nonceDuration(d time.Duration, err error) {
-	result := "ok"
+	l, result := &m.nonceOK, "ok"
 	if err != nil {
-		result = "error"
+		l, result = &m.nonceErr, "error"
 	}
-	m.nonceStore.WithLabelValues(result).Observe(d.Seconds())
+	l.get(func() prometheus.Observer { return m.nonceStore.WithLabelValues(result) }).Observe(d.Seconds())
 }
 
 func (m *metrics) keys(partner string, n int) {

@@ -24,6 +24,8 @@ type partnerState struct {
 	// unknownKids and cooldown pace the log line of a burst of key_unknown answers.
 	unknownKids *unknownKids
 	cooldown    time.Duration
+
+	series partnerSeries // its metrics series on the request path
 }
 
 // provisionPartner checks the partner's options, builds its rules (the handler's defaults

@@ -47,8 +47,9 @@ func leaveBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseControll
 type request struct {
 	start     time.Time
 	requestID string
-	partner   string // set once the name is known to be configured
-	endpoint  string // "url" or "payload" once the path is known to be one of them
+	partner   string        // set once the name is known to be configured
+	ps        *partnerState // the partner's, with partner
+	endpoint  string        // "url" or "payload" once the path is known to be one of them
 	token     *linktoken.Token
 	alg, kid  string
 	bodyRead  bool         // the whole body was read (so the connection can be kept)
@@ -108,7 +109,7 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	if !ok {
 		return reject(problem.CodePartnerUnknown, "no partner of that name is configured")
 	}
-	rq.partner = name
+	rq.partner, rq.ps = name, ps
 	if !knownEndpoint {
 		return reject(problem.CodeNotFound, "the partner endpoints are /url and /payload")
 	}
@@ -126,7 +127,7 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 
 	vstart := time.Now()
 	tok, err := ps.verifier.Verify(r.Context(), token, ps.keys)
-	h.metrics.verifyDuration(name, time.Since(vstart))
+	h.metrics.verifyDurationOf(&ps.series, name, time.Since(vstart))
 	if err != nil {
 		if linktoken.CodeOf(err) == problem.CodeKeyUnknown {
 			h.noteUnknownKid(ps)

@@ -85,7 +85,11 @@ func (h *Handler) serveNext(w http.ResponseWriter, r *http.Request, rq *request,
 	}
 	rq.upstreamErr = err
 	h.logOutcome(rq, nil)
-	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), rq.outcomeLabel())
+	if rq.ps != nil && rq.outcome == "" {
+		h.metrics.accepted(&rq.ps.series, rq.partner, rq.endpoint)
+	} else {
+		h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), rq.outcomeLabel())
+	}
 	return err
 }
 

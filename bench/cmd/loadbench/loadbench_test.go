@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,72 @@ func TestProbeFloorWantsTheFixedAnswer(t *testing.T) {
 				t.Errorf("probeFloor() = %v, want ok %v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestOperatorTokens: the -operator run's tokens are valid main-client links with ten
+// payload fields, shorter than the full ones, and dealt out to the wrk processes so that
+// no token goes to two of them.
+func TestOperatorTokens(t *testing.T) {
+	p, err := newPartner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := jwk.Parse(p.jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := p.mint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.short = true
+	tokens, err := p.mint(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := jws.Verify(tokens[0], jws.WithKeySet(set))
+	if err != nil {
+		t.Fatalf("jws.Verify(short token) error = %v", err)
+	}
+	var c claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		t.Fatal(err)
+	}
+	var fields int
+	for _, v := range c.Payload.Values() {
+		if v != "" {
+			fields++
+		}
+	}
+	if fields != 10 {
+		t.Errorf("short token has %d payload fields, want 10", fields)
+	}
+	if len(tokens[0]) >= len(full[0]) {
+		t.Errorf("short token is %d bytes, want fewer than the full token's %d", len(tokens[0]), len(full[0]))
+	}
+
+	s := &suite{out: t.TempDir()}
+	files, err := s.writeTokenParts("x", tokens, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.Fields(string(data))...)
+	}
+	if len(files) != 2 || len(got) != len(tokens) {
+		t.Fatalf("writeTokenParts(5 tokens, 2) = %d files holding %d tokens, want 2 holding 5", len(files), len(got))
+	}
+	seen := map[string]bool{}
+	for _, tok := range got {
+		seen[tok] = true
+	}
+	if len(seen) != len(tokens) {
+		t.Errorf("the parts hold %d distinct tokens, want %d (each token in one part)", len(seen), len(tokens))
 	}
 }

@@ -2,12 +2,14 @@
 // (the baseline), Caddy with jwt_partner and the memory nonce store, the same with the
 // Redis store, and the memory store under an unknown-kid flood (with, as the floor, the
 // same flood answered by a fixed 401), all against one upstream in one invocation, with the
-// same request size, path, method and content type.
+// same request size, path, method and content type. With -operator it runs the
+// configuration of an operator's first try (issue 19) instead: the baseline and the memory
+// store only, against a lean upstream, with shorter tokens and 32 connections.
 //
 // scripts/loadbench.sh is the documented way to run it. Its subcommands:
 //
 //	loadbench suite    [flags]  run every phase and print the table (the orchestrator)
-//	loadbench upstream [flags]  the upstream: 200 with a small body to every request
+//	loadbench upstream [flags]  the upstream: 200 with a small body to every request (-lean: drains the body, 35 bytes of text)
 //
 // The load is Debian's wrk with bench/wrk/partner.lua, one thread per run. The suite pins
 // Caddy to one core and wrk, the upstream and Redis to the other with taskset (the Go

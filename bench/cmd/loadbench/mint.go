@@ -34,6 +34,9 @@ const (
 type partner struct {
 	key  *rsa.PrivateKey
 	jwks []byte
+	// short mints the -operator run's tokens: ten payload fields with short values (about
+	// 850 bytes signed) instead of every field a partner usually fills (1,252 bytes).
+	short bool
 }
 
 func newPartner() (*partner, error) {
@@ -83,7 +86,11 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 		Issuer: benchIssuer, Audience: benchAudience,
 		NotBefore: now.Unix(), IssuedAt: now.Unix(), Expiry: now.Add(tokenLifetime).Unix(),
 		Nonce: base64.RawURLEncoding.EncodeToString(nonce[:]),
-		Payload: linkspec.Payload{
+	}
+	if p.short {
+		c.Payload = shortPayload(seq)
+	} else {
+		c.Payload = linkspec.Payload{
 			EmployeeID:        fmt.Sprintf("emp-%06d", seq%50000),
 			EmployeeUsername:  "kari.nordmann",
 			EmployeeFirstname: "Kari",
@@ -102,7 +109,7 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 				Email:     "ola.hansen@mail.bench.example",
 				Diagnosis: "M54.5",
 			},
-		},
+		}
 	}
 	payload, err := json.Marshal(c)
 	if err != nil {
@@ -115,6 +122,26 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 		}
 	}
 	return jws.Sign(payload, jws.WithKey(jwa.RS256, p.key, jws.WithProtectedHeaders(hdr)))
+}
+
+// shortPayload is a main-client link with ten payload fields (seven of the employee,
+// organization and case, three of the contact) and short values: the token the issue's
+// outside measurement used.
+func shortPayload(seq int) linkspec.Payload {
+	return linkspec.Payload{
+		EmployeeID:        fmt.Sprintf("e%d", seq%50000),
+		EmployeeUsername:  "kari",
+		EmployeeFirstname: "Kari",
+		EmployeeLastname:  "Nordmann",
+		OrganizationName:  "Bench Clinic",
+		OrganizationID:    "org-42",
+		CaseID:            fmt.Sprintf("c%d", seq),
+		Contact: &linkspec.Contact{
+			ID:        fmt.Sprintf("p%d", seq),
+			Firstname: "Ola",
+			Lastname:  "Hansen",
+		},
+	}
 }
 
 // mint signs n fresh tokens on every core, each with its own nonce, valid from now for the

@@ -138,13 +138,13 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startUpstream starts "loadbench upstream" and reads the address it prints.
-func startUpstream(self, cpu, logDir string) (*proc, string, error) {
+// startUpstream starts "loadbench upstream" with args and reads the address it prints.
+func startUpstream(self, cpu, logDir string, args ...string) (*proc, string, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startPinned("upstream", cpu, logDir, nil, nil, w, self, "upstream")
+	p, err := startPinned("upstream", cpu, logDir, nil, nil, w, append([]string{self, "upstream"}, args...)...)
 	w.Close()
 	if err != nil {
 		r.Close()

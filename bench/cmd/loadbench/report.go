@@ -52,11 +52,19 @@ func (s *suite) machine() []string {
 		fmt.Sprintf("machine: %d CPUs (%s), %s, %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
 		fmt.Sprintf("caddy: %s; %s", firstLine(caddyVersion), firstLine(redisVersion)),
 		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); wrk, upstream and Redis on CPU %s (the upstream with GOMAXPROCS=1); nice %d", s.gwCPU, s.genCPU, niceness),
-		fmt.Sprintf("load: %s with bench/wrk/partner.lua, 1 thread, %d connections, closed loop; per phase a %v warmup run, then a %v measured run; %d rounds; unknown-kid flood: a second wrk with %d connections, key set refresh_cooldown %v",
-			strings.TrimSpace(wrkName), s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
-		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens", benchPath, benchContentType, len(s.pool[0]), benchRSABits),
+		fmt.Sprintf("load: %s with bench/wrk/partner.lua, %d process(es) of 1 thread, %d connections in all, closed loop; per phase a %v warmup run, then a %v measured run; %d rounds; unknown-kid flood: a second wrk with %d connections, key set refresh_cooldown %v",
+			strings.TrimSpace(wrkName), s.procs, s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
+		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens; key set from jwks_%s", benchPath, benchContentType, len(s.pool[0]), benchRSABits, s.jwksMode),
+		fmt.Sprintf("upstream: %s", s.upstreamShape()),
 		fmt.Sprintf("load average at start: %s", firstLine(load)),
 	}
+}
+
+func (s *suite) upstreamShape() string {
+	if s.operator {
+		return fmt.Sprintf("Go net/http, drains the body, answers 200 with a %d-byte text body (-operator)", len(leanBody))
+	}
+	return fmt.Sprintf("Go net/http, answers 200 with a %d-byte JSON body without reading the body (net/http discards it)", len(upstreamBody))
 }
 
 func (s *suite) printMachine(w io.Writer) {

@@ -37,6 +37,8 @@ type suite struct {
 	gwCPU, genCPU            string
 	warmup, duration         time.Duration
 	rounds, conns            int
+	procs                    int // wrk processes that share the valid load's connections
+	operator                 bool
 	floodConns               int
 	cooldown                 time.Duration
 	maxTokens                int
@@ -141,6 +143,9 @@ func suiteMain(args []string) error {
 	fs.DurationVar(&s.duration, "duration", 10*time.Second, "measured window of each phase (whole seconds, wrk's unit)")
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of a, b, c (the table gives each round and the medians)")
 	fs.IntVar(&s.conns, "conns", 16, "connections of wrk")
+	fs.IntVar(&s.procs, "procs", 1, "wrk processes sharing the valid load's connections, each with its own tokens (wrk's threads cannot share fresh tokens)")
+	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (B with -compare), key set from jwks_file, "+
+		"one wrk with 32 connections, the lean upstream (drains the body, answers 35 bytes of text), tokens with ten short payload fields")
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
 	fs.IntVar(&s.maxTokens, "max-tokens", 300000, "most tokens minted for one phase")
@@ -151,6 +156,23 @@ func suiteMain(args []string) error {
 	skip := fs.String("skip", "", "phases to leave out, e.g. cd")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if s.operator {
+		// What an operator would first try (issue 19): flags given explicitly still win.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["conns"] {
+			s.conns = 32
+		}
+		if !set["jwks"] {
+			s.jwksMode = "file"
+		}
+		if !set["skip"] {
+			*skip = "cdefg"
+		}
+	}
+	if s.procs < 1 || s.conns < s.procs {
+		return fmt.Errorf("-procs %d with -conns %d: want at least one process and one connection each", s.procs, s.conns)
 	}
 	for _, c := range *skip {
 		s.skip[string(c)] = true
@@ -232,6 +254,7 @@ func (s *suite) setup() error {
 	if s.partner, err = newPartner(); err != nil {
 		return err
 	}
+	s.partner.short = s.operator
 	s.jwksFile = filepath.Join(s.out, "jwks.json")
 	if err := os.WriteFile(s.jwksFile, s.partner.jwks, 0o644); err != nil {
 		return err
@@ -250,7 +273,11 @@ func (s *suite) setup() error {
 		return err
 	}
 	logs := filepath.Join(s.out, "logs")
-	if s.upProc, s.upstream, err = startUpstream(s.self, s.genCPU, logs); err != nil {
+	var upArgs []string
+	if s.operator {
+		upArgs = append(upArgs, "-lean")
+	}
+	if s.upProc, s.upstream, err = startUpstream(s.self, s.genCPU, logs, upArgs...); err != nil {
 		return err
 	}
 	if !s.skip[phaseRedis] {
@@ -342,11 +369,11 @@ func probeFloor(addr string) error {
 	return nil
 }
 
-// loadSpecs returns the wrk runs of phase ph, named with prefix: the valid load from file
-// and the flood from floodFile, as the phase has them.
-func (s *suite) loadSpecs(ph, prefix, file, floodFile string) []loadSpec {
-	valid := loadSpec{name: prefix + ph, tokens: file, conns: s.conns, repeat: ph == phaseBaseline}
-	flood := loadSpec{name: prefix + "flood-" + ph, tokens: floodFile, conns: s.floodConns, repeat: true}
+// loadSpecs returns the wrk runs of phase ph, named with prefix: the valid load from files
+// (one per wrk process) and the flood from floodFile, as the phase has them.
+func (s *suite) loadSpecs(ph, prefix string, files []string, floodFile string) []loadSpec {
+	valid := loadSpec{name: prefix + ph, tokens: files, conns: s.conns, repeat: ph == phaseBaseline}
+	flood := loadSpec{name: prefix + "flood-" + ph, tokens: []string{floodFile}, conns: s.floodConns, repeat: true}
 	if atFloor(ph) {
 		flood.path = floorPath
 	}
@@ -400,13 +427,37 @@ func probe(addr string, token []byte) error {
 }
 
 func (s *suite) writeTokens(name string, tokens [][]byte) (string, error) {
-	path := filepath.Join(s.out, "tokens-"+name+".txt")
-	var b bytes.Buffer
-	for _, t := range tokens {
-		b.Write(t)
-		b.WriteByte('\n')
+	paths, err := s.writeTokenParts(name, tokens, 1)
+	if err != nil {
+		return "", err
 	}
-	return path, os.WriteFile(path, b.Bytes(), 0o600)
+	return paths[0], nil
+}
+
+// writeTokenParts deals tokens out to n files, one per wrk process, in turn.
+func (s *suite) writeTokenParts(name string, tokens [][]byte, n int) ([]string, error) {
+	paths := make([]string, n)
+	for p := range paths {
+		paths[p] = filepath.Join(s.out, "tokens-"+name+".txt")
+		if n > 1 {
+			paths[p] = filepath.Join(s.out, fmt.Sprintf("tokens-%s.%d.txt", name, p))
+		}
+		var b bytes.Buffer
+		for i := p; i < len(tokens); i += n {
+			b.Write(tokens[i])
+			b.WriteByte('\n')
+		}
+		if err := os.WriteFile(paths[p], b.Bytes(), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
 }
 
 // batchSize is how many tokens a gateway phase needs: what the baseline would answer on a
@@ -434,14 +485,17 @@ func (s *suite) batchSize(ph string) int {
 	return min(int(rate*(s.warmup+s.duration+200*time.Millisecond).Seconds())+2*s.conns, s.maxTokens)
 }
 
-// loadSpec is one wrk run of a stage.
+// loadSpec is one load of a stage: a wrk run per tokens file, opened together, whose
+// results are added up. Several processes stand in for wrk's threads, which cannot share
+// the fresh tokens nor wait at one gate (wrk runs each thread's init before the next
+// thread's, and starts each thread right after its init).
 type loadSpec struct {
-	name   string // of its log files
-	path   string // the request path; benchPath when ""
-	tokens string // the tokens file
-	conns  int
-	repeat bool  // cycle through the tokens (baseline, flood) instead of sending each once
-	skip   int64 // requests a warmup sent from the same file
+	name   string   // of its log files
+	path   string   // the request path; benchPath when ""
+	tokens []string // the tokens file of each wrk process
+	conns  int      // in all, shared out among the processes
+	repeat bool     // cycle through the tokens (baseline, flood) instead of sending each once
+	skip   []int64  // per process, requests a warmup sent from the same file
 }
 
 // load is a running wrk with partner.lua, pinned to the generator CPU. It is gated: it
@@ -456,13 +510,26 @@ type load struct {
 	read    chan struct{} // closed when wrk's output has been read to its end
 }
 
-func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec) (*load, error) {
+func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec, part int) (*load, error) {
 	path := sp.path
 	if path == "" {
 		path = benchPath
 	}
-	cfg := wrk.Config{Script: s.script, URL: "http://" + addr + path, Tokens: sp.tokens,
-		Repeat: sp.repeat, Skip: sp.skip, Conns: sp.conns, Duration: d, Gated: true}
+	n := len(sp.tokens)
+	conns := sp.conns / n
+	if part < sp.conns%n {
+		conns++
+	}
+	var skip int64
+	if part < len(sp.skip) {
+		skip = sp.skip[part]
+	}
+	name := sp.name
+	if n > 1 {
+		name = fmt.Sprintf("%s.%d", sp.name, part)
+	}
+	cfg := wrk.Config{Script: s.script, URL: "http://" + addr + path, Tokens: sp.tokens[part],
+		Repeat: sp.repeat, Skip: skip, Conns: conns, Duration: d, Gated: true}
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -474,7 +541,7 @@ func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec) (*load, err
 		return nil, err
 	}
 	logs := filepath.Join(s.out, "logs")
-	p, err := startPinned(sp.name, s.genCPU, logs, nil, gateR, outW, append([]string{s.wrkBin}, cfg.Args()...)...)
+	p, err := startPinned(name, s.genCPU, logs, nil, gateR, outW, append([]string{s.wrkBin}, cfg.Args()...)...)
 	gateR.Close()
 	outW.Close()
 	if err != nil {
@@ -490,7 +557,7 @@ func (s *suite) startLoad(addr string, d time.Duration, sp loadSpec) (*load, err
 		l.res, rest, l.err = wrk.Read(outR, func() { close(l.ready) })
 		io.Copy(io.Discard, outR)
 		// wrk's own summary, next to the log of its standard error.
-		os.WriteFile(filepath.Join(logs, sp.name+".out"), rest, 0o644)
+		os.WriteFile(filepath.Join(logs, name+".out"), rest, 0o644)
 	}()
 	return l, nil
 }
@@ -512,34 +579,39 @@ func (l *load) wait() (*wrk.Result, time.Duration, error) {
 // readyTimeout bounds how long wrk may take to build its requests from the tokens file.
 const readyTimeout = 2 * time.Minute
 
-// runLoads runs one stage: a wrk per spec for d, all opened at the same moment once each
-// has built its requests, so that their windows coincide (the valid load and the flood of
-// phase d) and CPU times sampled by before, right before that moment, cover the window
-// and not the building. It returns each run's result and CPU time in its window.
-func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before func()) ([]*wrk.Result, []time.Duration, error) {
+// runLoads runs one stage: the wrk runs of every spec for d, all opened at the same moment
+// once each has built its requests, so that their windows coincide (the valid load and the
+// flood of phase d) and CPU times sampled by before, right before that moment, cover the
+// window and not the building. It returns each spec's result (its processes' added up),
+// the requests each of its processes sent, and its CPU time in the window.
+func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before func()) ([]*wrk.Result, [][]int64, []time.Duration, error) {
 	loads := make([]*load, 0, len(specs))
+	owner := make([]int, 0, len(specs)) // the spec of each load
 	defer func() {
 		for _, l := range loads {
 			l.gate.Close()
 			l.p.stop()
 		}
 	}()
-	for _, sp := range specs {
-		l, err := s.startLoad(addr, d, sp)
-		if err != nil {
-			return nil, nil, err
+	for i, sp := range specs {
+		for part := range sp.tokens {
+			l, err := s.startLoad(addr, d, sp, part)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			loads = append(loads, l)
+			owner = append(owner, i)
 		}
-		loads = append(loads, l)
 	}
 	deadline := time.After(readyTimeout)
 	for _, l := range loads {
 		select {
 		case <-l.ready:
 		case <-l.p.done:
-			return nil, nil, fmt.Errorf("%s exited before it was ready: %v (see %s)", l.p.name, l.p.err,
+			return nil, nil, nil, fmt.Errorf("%s exited before it was ready: %v (see %s)", l.p.name, l.p.err,
 				filepath.Join(s.out, "logs", l.p.name+".log"))
 		case <-deadline:
-			return nil, nil, fmt.Errorf("%s was not ready after %v", l.p.name, readyTimeout)
+			return nil, nil, nil, fmt.Errorf("%s was not ready after %v", l.p.name, readyTimeout)
 		}
 	}
 	if before != nil {
@@ -548,18 +620,27 @@ func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before 
 	for _, l := range loads {
 		l.openCPU, _ = l.p.cpuTime()
 		if _, err := l.gate.Write([]byte("\n")); err != nil {
-			return nil, nil, fmt.Errorf("opening %s: %v", l.p.name, err)
+			return nil, nil, nil, fmt.Errorf("opening %s: %v", l.p.name, err)
 		}
 	}
-	results := make([]*wrk.Result, len(loads))
-	cpu := make([]time.Duration, len(loads))
+	parts := make([][]*wrk.Result, len(specs))
+	sent := make([][]int64, len(specs))
+	cpu := make([]time.Duration, len(specs))
 	for i, l := range loads {
-		var err error
-		if results[i], cpu[i], err = l.wait(); err != nil {
-			return nil, nil, err
+		res, c, err := l.wait()
+		if err != nil {
+			return nil, nil, nil, err
 		}
+		o := owner[i]
+		parts[o] = append(parts[o], res)
+		sent[o] = append(sent[o], res.Sent)
+		cpu[o] += c
 	}
-	return results, cpu, nil
+	results := make([]*wrk.Result, len(specs))
+	for i := range parts {
+		results[i] = wrk.Sum(parts[i])
+	}
+	return results, sent, cpu, nil
 }
 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
@@ -585,11 +666,11 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		r.Tokens, r.MintSeconds = n, time.Since(t0).Seconds()
 	}
 	probeToken, tokens := tokens[0], tokens[1:]
-	file, err := s.writeTokens(ph, tokens)
+	files, err := s.writeTokenParts(ph, tokens, s.procs)
 	if err != nil {
 		return r, err
 	}
-	defer os.Remove(file)
+	defer removeAll(files)
 	var floodFile string
 	if flooded(ph) {
 		flood, err := floodTokens(probeToken, 100000)
@@ -616,7 +697,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		}
 	}
 
-	specs := s.loadSpecs(ph, "wrk-", file, floodFile)
+	specs := s.loadSpecs(ph, "wrk-", files, floodFile)
 	// The warmup is a wrk run of its own, since wrk's statistics cover a whole run; the
 	// measured run continues in the same tokens where the warmup stopped.
 	if s.warmup > 0 {
@@ -624,7 +705,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		for i := range warm {
 			warm[i].name += "-warmup"
 		}
-		res, _, err := s.runLoads(addr, s.warmup, warm, nil)
+		res, sent, _, err := s.runLoads(addr, s.warmup, warm, nil)
 		if err != nil {
 			return r, fmt.Errorf("warmup: %v", err)
 		}
@@ -632,7 +713,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 			return r, fmt.Errorf("the warmup used up all %d tokens (raise -max-tokens)", len(tokens))
 		}
 		for i := range specs {
-			specs[i].skip = res[i].Sent
+			specs[i].skip = sent[i]
 		}
 	}
 
@@ -653,7 +734,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	var before sample
 	var fetchesBefore int64
-	res, wrkCPU, err := s.runLoads(addr, s.duration, specs, func() { before, fetchesBefore = read(), s.fetches.Load() })
+	res, _, wrkCPU, err := s.runLoads(addr, s.duration, specs, func() { before, fetchesBefore = read(), s.fetches.Load() })
 	after, fetchesAfter := read(), s.fetches.Load()
 	if err != nil {
 		return r, err
@@ -701,11 +782,11 @@ func (s *suite) profilePhase(ph string) error {
 		return err
 	}
 	probeToken, tokens := tokens[0], tokens[1:]
-	file, err := s.writeTokens("profile-"+ph, tokens)
+	files, err := s.writeTokenParts("profile-"+ph, tokens, s.procs)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(file)
+	defer removeAll(files)
 	var floodFile string
 	if flooded(ph) {
 		flood, err := floodTokens(probeToken, 100000)
@@ -729,8 +810,8 @@ func (s *suite) profilePhase(ph string) error {
 	opened := make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
-		specs := s.loadSpecs(ph, "wrk-profile-", file, floodFile)
-		_, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, specs, func() { close(opened) })
+		specs := s.loadSpecs(ph, "wrk-profile-", files, floodFile)
+		_, _, _, err := s.runLoads(addr, s.warmup+s.profile+time.Second, specs, func() { close(opened) })
 		loaded <- err
 	}()
 	select {
