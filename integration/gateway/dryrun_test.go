@@ -107,7 +107,11 @@ func TestDryRun(t *testing.T) {
 		}
 	})
 
+	// caddy's output is read as it comes: wait for the last dry run's line.
 	logs := g.Logs()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(logs, `"msg":"partner link dry run"`) < len(tests) && time.Now().Before(deadline); logs = g.Logs() {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if n := strings.Count(logs, `"msg":"partner link dry run"`); n != len(tests) {
 		t.Errorf("%d dry run log lines, want %d\n%s", n, len(tests), logs)
 	}

@@ -192,6 +192,8 @@ func TestKeySetChangesLoggedOnce(t *testing.T) {
 			t.Fatalf("unknown kid: status %d body %s, want 401", resp.StatusCode, resp.Body)
 		}
 	}
+	waitLog(t, g, "partner tokens name kids not in the key set", `"partner":"demo"`)
+	waitLog(t, g, "partner key set rotated", `"partner":"demo"`)
 	if lines := logLines(g, "partner tokens name kids not in the key set", `"partner":"demo"`); len(lines) != 1 || !strings.Contains(lines[0], `"count":1`) {
 		t.Errorf("unknown kid lines = %q, want one with count 1 (the rest wait for the cooldown)", lines)
 	}

@@ -78,21 +78,27 @@ func requestCount(t *testing.T, c *harness.Caddy, endpoint, outcome string) stri
 	return "0"
 }
 
-// gatewayLine returns the jwt_partner log line of the request id, decoded.
-func gatewayLine(t *testing.T, logs, requestID string) map[string]any {
+// gatewayLine returns the jwt_partner log line of the request id, decoded. The handler
+// writes it once the answer has gone out, and caddy's output is read as it comes, so it
+// waits for the line; the deadline only keeps a broken test from hanging.
+func gatewayLine(t *testing.T, c *harness.Caddy, requestID string) map[string]any {
 	t.Helper()
-	for _, l := range strings.Split(logs, "\n") {
-		if !strings.Contains(l, `"partner link"`) || !strings.Contains(l, requestID) {
-			continue
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		logs := c.Logs()
+		for _, l := range strings.Split(logs, "\n") {
+			if !strings.Contains(l, `"partner link"`) || !strings.Contains(l, requestID) {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("decoding the log line %s: %v", l, err)
+			}
+			return m
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("decoding the log line %s: %v", l, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("no partner link line for request %s within 10s in:\n%s", requestID, logs)
 		}
-		return m
 	}
-	t.Fatalf("no partner link line for request %s in:\n%s", requestID, logs)
-	return nil
 }
 
 // TestUpstreamDown: with nothing listening behind the gateway (the app service stopped),
@@ -112,7 +118,7 @@ func TestUpstreamDown(t *testing.T) {
 	if resp.Header.Get("Retry-After") != "5" || p.RequestID == "" || !strings.Contains(p.Detail, "freshly signed token") {
 		t.Errorf("url answer: Retry-After %q, request id %q, detail %q; want 5, an id and a detail asking for a new token", resp.Header.Get("Retry-After"), p.RequestID, p.Detail)
 	}
-	line := gatewayLine(t, c.Logs(), p.RequestID)
+	line := gatewayLine(t, c, p.RequestID)
 	if line["level"] != "error" || line["outcome"] != "upstream_unavailable" || line["upstream_error"] != "dial" || line["upstream_status"] != float64(502) {
 		t.Errorf("log line = %v, want level error, outcome upstream_unavailable, upstream_error dial, upstream_status 502", line)
 	}
