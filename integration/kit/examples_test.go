@@ -491,16 +491,8 @@ var codeInCell = regexp.MustCompile("`([a-z_]+)`")
 // guideActions returns the codes that each row of the guide's table of groups names.
 func guideActions(t *testing.T) map[string][]string {
 	t.Helper()
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs/partners.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]string{}
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range guideLines(t) {
 		cells := strings.Split(line, " | ")
 		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| ") {
 			continue

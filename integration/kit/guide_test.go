@@ -15,8 +15,8 @@ import (
 // tableRow is a row of the guide's error table: "| `code`, `code2` | 400 | …".
 var tableRow = regexp.MustCompile("^\\| (`[a-z_]+`(?:, `[a-z_]+`)*) \\| (\\d{3}) \\|")
 
-// guideStatuses reads the guide's error table: code to HTTP status.
-func guideStatuses(t *testing.T) map[string]int {
+// guideLines returns the lines of the partner guide, docs/partners.md.
+func guideLines(t *testing.T) []string {
 	t.Helper()
 	root, err := harness.ModuleRoot()
 	if err != nil {
@@ -26,8 +26,14 @@ func guideStatuses(t *testing.T) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return strings.Split(string(doc), "\n")
+}
+
+// guideStatuses reads the guide's error table: code to HTTP status.
+func guideStatuses(t *testing.T) map[string]int {
+	t.Helper()
 	out := map[string]int{}
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range guideLines(t) {
 		m := tableRow.FindStringSubmatch(line)
 		if m == nil {
 			continue
