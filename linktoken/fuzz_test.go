@@ -26,7 +26,7 @@ var knownCodes = map[problem.Code]bool{
 	problem.CodeSignatureInvalid: true, problem.CodeClaimsInvalid: true, problem.CodeIssuerInvalid: true,
 	problem.CodeAudienceInvalid: true, problem.CodeLifetimeTooLong: true, problem.CodeTokenNotYetValid: true,
 	problem.CodeTokenExpired: true, problem.CodeNonceMissing: true, problem.CodeNonceInvalid: true,
-	problem.CodePayloadInvalid: true, problem.CodeKindNotAllowed: true,
+	problem.CodePayloadInvalid: true, problem.CodeKindNotAllowed: true, problem.CodeTimeInMilliseconds: true,
 }
 
 // checkVerdict asserts what holds for every input: an error is an *Error with a known code
