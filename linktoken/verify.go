@@ -131,6 +131,10 @@ func (v *Verifier) Rules() Rules {
 	return r
 }
 
+// Leeway is the clock skew the verifier allows around nbf and exp, default filled in: the
+// nonce store needs it for every accepted token, without the copy Rules makes.
+func (v *Verifier) Leeway() time.Duration { return v.rules.Leeway }
+
 // Verify checks token (the compact serialization, surrounding white space already removed)
 // against every rule of the list in rules.go, in the order of docs/architecture.md, cheap
 // checks first, and returns the verified token or an *Error. It does not claim the nonce:

@@ -49,7 +49,7 @@ func upstreamDetail(endpoint string) string {
 // shows as accepted links.
 func (h *Handler) serveNext(w http.ResponseWriter, r *http.Request, rq *request, next caddyhttp.Handler) error {
 	uw := &upstreamWriter{
-		ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
+		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
 		endpoint:              rq.endpoint,
 		// A few headers (Server, and those of earlier handlers): kept so that an upstream
 		// answer replaced by ours leaves none of the upstream's headers behind.
@@ -135,11 +135,11 @@ func upstreamClass(err error) string {
 // shape for the endpoint is held back (its header and body dropped), for serveNext to
 // answer in its place.
 type upstreamWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	endpoint string
-	before   http.Header
-	status   int  // the final status written, 0 until then
-	replaced bool // the upstream's answer is dropped
+	caddyhttp.ResponseWriterWrapper // by value: one allocation for both
+	endpoint                        string
+	before                          http.Header
+	status                          int  // the final status written, 0 until then
+	replaced                        bool // the upstream's answer is dropped
 }
 
 func (uw *upstreamWriter) WriteHeader(code int) {
