@@ -62,6 +62,8 @@ type env struct {
 // gatewayCaddyfile is the gateway under attack. The server timeouts are part of the
 // defence: the handler bounds how much of a body it reads, the server how long it waits
 // for it (read_body), so that a slowloris-style body cannot hold a connection forever.
+// Every field's header is on (field_headers all), so that the attacks on the fields'
+// headers (markup, spoofing, Connection tokens) meet the widest contract.
 const gatewayCaddyfile = `{
 	admin {{.Admin}}
 	servers {
@@ -89,6 +91,7 @@ http://127.0.0.1:{{.Port}} {
 				algorithms ES256
 			}
 			upstream_secret {{.Vars.secret}}
+			field_headers all
 		}
 		reverse_proxy {{.Vars.upstream}}
 	}

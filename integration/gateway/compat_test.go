@@ -34,7 +34,8 @@ import (
 const goAudience = "partnergate-demo-go"
 
 // compatCaddyfile is the gateway with partner demo (both kinds) and gonly (Go links only),
-// its log as JSON on stderr (the tests read the warning lines).
+// its log as JSON on stderr (the tests read the warning lines), and every field's header on
+// so that the tests see which fields reach the upstream as headers of their own.
 const compatCaddyfile = `{
 	admin {{.Admin}}
 	log {
@@ -58,6 +59,7 @@ http://127.0.0.1:{{.Port}} {
 				audience ` + goAudience + `
 				kinds go
 			}
+			field_headers all
 		}
 		reverse_proxy {{.Vars.upstream}}
 	}

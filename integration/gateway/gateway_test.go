@@ -157,7 +157,9 @@ func TestValidLinksReachUpstream(t *testing.T) {
 		"PS256": harness.NewKey(t, "PS256", "ps"),
 		"ES256": harness.NewKey(t, "ES256", "es"),
 	}
-	g := startGateway(t, fileKeys(t, keys["RS256"], keys["PS256"], keys["ES256"]), "", "")
+	// Every field's header on, so that their values are checked too;
+	// TestDefaultForwardsNoFieldHeaders covers the default, none.
+	g := startGateway(t, fileKeys(t, keys["RS256"], keys["PS256"], keys["ES256"]), "", "field_headers all")
 	for _, alg := range []string{"RS256", "PS256", "ES256"} {
 		for _, kind := range []string{"main", "go"} {
 			for _, endpoint := range []string{"url", "payload"} {
@@ -240,7 +242,9 @@ func flatten(h http.Header) []string {
 
 func TestSpoofedHeadersNeverReachUpstream(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "es")
-	g := startGateway(t, fileKeys(t, key), "", "")
+	// With the fields' headers on, a spoofed X-Partner-Contact-Id must give way to the
+	// verified one; TestDefaultForwardsNoFieldHeaders shows it removed without them.
+	g := startGateway(t, fileKeys(t, key), "", "field_headers all")
 	spoof := http.Header{
 		"X-Partner-Contact-Id":  {"evil"},
 		"X-Partner-Employee-Id": {"admin"},
@@ -305,6 +309,49 @@ func TestSpoofedHeadersNeverReachUpstream(t *testing.T) {
 			t.Errorf("status %d, upstream requests %d; want 400 and none", resp.StatusCode, len(g.up.Requests()))
 		}
 	})
+}
+
+// TestDefaultForwardsNoFieldHeaders: without field_headers the upstream gets the fixed
+// headers and the claims, which carry every field, and no header of a field of its own; a
+// field's header the client sent is removed all the same.
+func TestDefaultForwardsNoFieldHeaders(t *testing.T) {
+	key := harness.NewKey(t, "ES256", "es")
+	g := startGateway(t, fileKeys(t, key), "", "")
+	payload := harness.MainPayload()
+	tok := mint(t, key, harness.Token{Payload: payload})
+	spoof := http.Header{"X-Partner-Contact-Id": {"evil"}, "X-Partner_Contact-Ssn": {"evil"}}
+	resp := g.Post(t, "/partner/demo/url", "text/plain", tok, spoof)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d body %s", resp.StatusCode, resp.Body)
+	}
+	h := g.up.Last(t).Header
+	fixed := map[string]string{
+		"X-Partner-Name": "demo", "X-Partner-Endpoint": "url", "X-Partner-Kind": "main",
+		"X-Partner-Issuer": issuer, "X-Partner-Key-Id": key.Kid,
+	}
+	for name, want := range fixed {
+		if v := header(t, h, name); v != want {
+			t.Errorf("upstream %s = %q, want %q", name, v, want)
+		}
+	}
+	for _, name := range []string{"X-Partner-Request-Id", "X-Partner-Assertion"} {
+		if h.Get(name) == "" {
+			t.Errorf("upstream %s missing", name)
+		}
+	}
+	if got, want := h.Get("X-Partner-Claims"), strings.Split(tok, ".")[1]; got != want {
+		t.Errorf("upstream X-Partner-Claims = %q, want the token's payload segment %q", got, want)
+	}
+	for _, f := range linkspec.Fields {
+		if v := h.Values("X-Partner-" + f.Header); len(v) != 0 {
+			t.Errorf("upstream X-Partner-%s = %q, want no field header without field_headers", f.Header, v)
+		}
+	}
+	for k, v := range h {
+		if strings.HasPrefix(strings.ReplaceAll(strings.ToLower(k), "_", "-"), "x-partner-") && strings.Contains(strings.Join(v, ","), "evil") {
+			t.Errorf("upstream %s = %q: the client's header reached it", k, v)
+		}
+	}
 }
 
 func TestReplayIsRejected(t *testing.T) {

@@ -207,7 +207,9 @@ func grep(s, sub string) string {
 }
 
 // debugCaddyfile is the gateway with Caddy's global debug option: every logger at DEBUG,
-// but those the log excludes ({{.Vars.exclude}}).
+// but those the log excludes ({{.Vars.exclude}}). Every field's header is on, so that the
+// test sees a plain field header (X-Partner-Contact-Ssn) in reverse_proxy's line as well as
+// the claims, which it logs in every configuration.
 const debugCaddyfile = `{
 	admin {{.Admin}}
 	debug
@@ -227,6 +229,7 @@ http://127.0.0.1:{{.Port}} {
 				audience ` + audience + `
 			}
 			upstream_secret {env.TEST_UPSTREAM_SECRET}
+			field_headers all
 		}
 		reverse_proxy {{.Vars.upstream}}
 	}
@@ -270,7 +273,7 @@ func TestDebugLogsShowForwardedHeaders(t *testing.T) {
 
 			ssn := p["contact"].(map[string]any)["ssn"].(string)
 			parts := strings.Split(s, ".")
-			var warned, roundtripWithSSN, debugLines bool
+			var warned, roundtripWithSSN, roundtripWithClaims, debugLines bool
 			for _, line := range strings.Split(c.Logs(), "\n") {
 				var m map[string]any
 				if json.Unmarshal([]byte(line), &m) != nil {
@@ -292,6 +295,9 @@ func TestDebugLogsShowForwardedHeaders(t *testing.T) {
 					if msg == "upstream roundtrip" && strings.Contains(line, "X-Partner-Contact-Ssn") && strings.Contains(line, ssn) {
 						roundtripWithSSN = true
 					}
+					if msg == "upstream roundtrip" && strings.Contains(line, "X-Partner-Claims") && strings.Contains(line, parts[1]) {
+						roundtripWithClaims = true
+					}
 					continue
 				}
 				// Every other logger, jwt_partner's own included, is clean at DEBUG too.
@@ -309,6 +315,9 @@ func TestDebugLogsShowForwardedHeaders(t *testing.T) {
 			}
 			if roundtripWithSSN != tt.leaks {
 				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Contact-Ssn: %v, want %v (if Caddy changed, correct SECURITY.md and the README, then this test)\n%s", roundtripWithSSN, tt.leaks, c.Logs())
+			}
+			if roundtripWithClaims != tt.leaks {
+				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Claims: %v, want %v (if Caddy changed, correct SECURITY.md and the README, then this test)\n%s", roundtripWithClaims, tt.leaks, c.Logs())
 			}
 		})
 	}

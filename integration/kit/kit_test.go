@@ -127,9 +127,10 @@ func startGateway(t *testing.T, partners ...string) (*harness.Caddy, *harness.Up
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintln(w, `<p id="signed-in">signed in</p>`)
 	})
+	// Every field's header on: the round trip checks a name arrives percent-encoded in one.
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: harness.PartnersCaddyfile,
-		Vars:      map[string]string{"partners": strings.Join(partners, ""), "upstream": up.Addr()},
+		Vars:      map[string]string{"partners": strings.Join(partners, "") + "\t\t\tfield_headers all\n", "upstream": up.Addr()},
 	})
 	return c, up
 }

@@ -52,14 +52,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_body_size   <size>
 //		read_timeout    <duration>|off
 //		header_prefix   <prefix>
+//		field_headers   all|<path...>
 //		nonce_store     <module> { ... }
 //		upstream_secret <secret>
 //		errors          respond|handle_errors
 //	}
 //
-// partner may repeat, once per name; every other subdirective may appear once. Each partner
-// needs issuer, audience and exactly one of jwks_file and jwks_url; jwks_ca_file only with
-// jwks_url. A jwks_file and a jwks_ca_file are read at provisioning, not here: caddy
+// partner may repeat, once per name, and field_headers may repeat, each line adding paths
+// (JSON paths of payload fields, such as contact.id; or all, alone); every other
+// subdirective may appear once. Each partner needs issuer, audience and exactly one of
+// jwks_file and jwks_url; jwks_ca_file only with jwks_url. A jwks_file and a jwks_ca_file are read at provisioning, not here: caddy
 // validate reports one that does not load with the partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
 // all (JSON -1: a zero there is the default). dry_run, for test environments only, turns on
 // the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is given.
@@ -71,7 +73,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	for d.NextBlock(0) {
 		opt := d.Val()
-		if opt != "partner" {
+		if opt != "partner" && opt != "field_headers" {
 			if seen[opt] {
 				return d.Errf("%s: given more than once", opt)
 			}
@@ -151,6 +153,17 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			if err := checkHeaderPrefix(h.HeaderPrefix); err != nil {
+				return d.Errf("%v", err)
+			}
+		case "field_headers":
+			paths := d.RemainingArgs()
+			if len(paths) == 0 {
+				return d.ArgErr()
+			}
+			// Checked as a whole, so that all on a line of its own next to a line of paths
+			// is refused too, at the line that makes the mix.
+			h.FieldHeaders = append(h.FieldHeaders, paths...)
+			if _, err := fieldHeaderMask(h.FieldHeaders); err != nil {
 				return d.Errf("%v", err)
 			}
 		case "nonce_store":

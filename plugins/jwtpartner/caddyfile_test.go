@@ -49,10 +49,21 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				max_body_size 8KiB
 				read_timeout 5s
 				header_prefix X-Link-
+				field_headers contact.id caseId
 				upstream_secret {env.SECRET}
 				errors handle_errors
 			}`,
-			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","jwks_ca_file":"/etc/partnergate/acme-ca.pem","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
+			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","jwks_ca_file":"/etc/partnergate/acme-ca.pem","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","field_headers":["contact.id","caseId"],"upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
+		},
+		{
+			name:  "field_headers all",
+			input: "jwt_partner {\n" + partner + "\nfield_headers all\n}",
+			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"testdata/jwks.json"}},"field_headers":["all"]}`,
+		},
+		{
+			name:  "field_headers lines add up",
+			input: "jwt_partner {\n" + partner + "\nfield_headers contact.id\nfield_headers contact.ssn employeeId\n}",
+			want:  `{"partners":{"demo":{"issuer":"https://partner.example","audience":"partnergate-demo","jwks_file":"testdata/jwks.json"}},"field_headers":["contact.id","contact.ssn","employeeId"]}`,
 		},
 		{
 			name:  "leeway 0 is none",
@@ -103,6 +114,11 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "zero body size", input: "jwt_partner {\n" + partner + "\nmax_body_size 0\n}", err: `max_body_size "0": want a size above 0 bytes, such as 8KiB or 8192`},
 		{name: "body size over the token limit", input: "jwt_partner {\n" + partner + "\nmax_body_size 32KiB\n}", err: `max_body_size "32KiB": at most 16384 bytes (16 KiB), the longest token the verifier reads`},
 		{name: "bad header prefix", input: "jwt_partner {\n" + partner + "\nheader_prefix X:Bad\n}", err: `header_prefix "X:Bad": want a header name prefix of letters, digits and '-', such as X-Partner-`},
+		{name: "field_headers without value", input: "jwt_partner {\n" + partner + "\nfield_headers\n}", err: "wrong argument count"},
+		{name: "field_headers unknown path", input: "jwt_partner {\n" + partner + "\nfield_headers contact.id contact.phone\n}", err: `field_headers "contact.phone": not a payload field; want all, or the JSON paths of payload fields: employeeId, employeeUsername, `},
+		{name: "field_headers header name", input: "jwt_partner {\n" + partner + "\nfield_headers Contact-Id\n}", err: `field_headers "Contact-Id": not a payload field`},
+		{name: "field_headers all with a path", input: "jwt_partner {\n" + partner + "\nfield_headers all contact.id\n}", err: "field_headers all contact.id: all stands alone; give all, or the paths without it, at Testfile:7"},
+		{name: "field_headers all after paths", input: "jwt_partner {\n" + partner + "\nfield_headers contact.id\nfield_headers all\n}", err: "field_headers contact.id all: all stands alone; give all, or the paths without it, at Testfile:8"},
 		{name: "bad errors mode", input: "jwt_partner {\n" + partner + "\nerrors silent\n}", err: `errors "silent": want respond or handle_errors`},
 		{name: "unknown nonce store", input: "jwt_partner {\n" + partner + "\nnonce_store tape\n}", err: "tape"},
 		{name: "nonce store without name", input: "jwt_partner {\n" + partner + "\nnonce_store\n}", err: "wrong argument count"},
@@ -129,6 +145,22 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 	}
 }
 
+// TestFieldHeadersRuleAgrees: field_headers is checked by one function, so a Caddyfile and
+// the JSON it adapts to are refused in the same words; the Caddyfile adds its file and line.
+func TestFieldHeadersRuleAgrees(t *testing.T) {
+	for _, paths := range [][]string{{"contact.id", "contact.phone"}, {"all", "caseId"}, {"all", "all"}} {
+		var fromFile Handler
+		cerr := fromFile.UnmarshalCaddyfile(caddyfile.NewTestDispenser("jwt_partner {\npartner demo {\nissuer i\naudience a\njwks_file testdata/jwks.json\n}\nfield_headers " + strings.Join(paths, " ") + "\n}"))
+		_, perr := fieldHeaderMask(paths)
+		if cerr == nil || perr == nil {
+			t.Fatalf("field_headers %q: UnmarshalCaddyfile = %v, fieldHeaderMask = %v, want both to refuse", paths, cerr, perr)
+		}
+		if want := perr.Error() + ", at Testfile:7"; !strings.HasPrefix(cerr.Error(), want) {
+			t.Errorf("field_headers %q: UnmarshalCaddyfile = %q, want %q", paths, cerr, want)
+		}
+	}
+}
+
 // FuzzUnmarshalCaddyfile feeds arbitrary Caddyfile text to the directive: it must return
 // a handler or an error, never panic, and whatever it accepts must marshal to JSON.
 func FuzzUnmarshalCaddyfile(f *testing.F) {
@@ -138,6 +170,7 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"jwt_partner {\npartner demo {\n}\n}",
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\ndry_run 5/30s\n}\n}",
 		"jwt_partner {\nnonce_store memory {\nmax_entries 10\n}\n}",
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\n}\nfield_headers contact.id caseId\nfield_headers employeeId\n}",
 		"jwt_partner",
 		"jwt_partner {\npartner {\n{\n}\n}",
 	} {

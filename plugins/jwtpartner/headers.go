@@ -1,7 +1,9 @@
 package jwtpartner
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/partnergate/partnergate/linkspec"
@@ -35,6 +37,44 @@ func newHeaderNames(prefix string) headerNames {
 	return n
 }
 
+// fieldHeadersAll is the field_headers entry that forwards every payload field.
+const fieldHeadersAll = "all"
+
+// fieldPaths lists the payload fields' JSON paths, for the error that names a path
+// field_headers does not know.
+var fieldPaths = func() string {
+	paths := make([]string, len(linkspec.Fields))
+	for i, f := range linkspec.Fields {
+		paths[i] = f.Path
+	}
+	return strings.Join(paths, ", ")
+}()
+
+// fieldHeaderMask resolves field_headers into the payload fields forwarded as headers of
+// their own, indexed like linkspec.Fields, so that a request looks each field up once in
+// an array instead of matching paths. No entry means none: the claims header carries every
+// field, and each header more is paid for again in reverse_proxy (docs/performance.md).
+// The Caddyfile and Provision both call it, so a bad value meets the same words in both.
+func fieldHeaderMask(paths []string) (mask [len(linkspec.Fields)]bool, err error) {
+	for _, p := range paths {
+		if p == fieldHeadersAll {
+			if len(paths) > 1 {
+				return mask, fmt.Errorf("field_headers %s: all stands alone; give all, or the paths without it", strings.Join(paths, " "))
+			}
+			for i := range mask {
+				mask[i] = true
+			}
+			return mask, nil
+		}
+		i := slices.IndexFunc(linkspec.Fields[:], func(f linkspec.Field) bool { return f.Path == p })
+		if i < 0 {
+			return mask, fmt.Errorf("field_headers %q: not a payload field; want all, or the JSON paths of payload fields: %s", p, fieldPaths)
+		}
+		mask[i] = true
+	}
+	return mask, nil
+}
+
 // bodyHeaders describe the client's body, which is not forwarded.
 var bodyHeaders = map[string]bool{
 	"Content-Type": true, "Content-Length": true, "Content-Encoding": true,
@@ -51,7 +91,7 @@ func (h *Handler) forward(r *http.Request, rq *request) {
 	h.reportDropped(rq)
 
 	// The verified values, raw, with their header names: the fixed headers, then every
-	// non-empty payload field.
+	// non-empty payload field that field_headers asks for.
 	const most = 6 + len(linkspec.Fields)
 	var keys, vals [most]string
 	n := 0
@@ -65,9 +105,11 @@ func (h *Handler) forward(r *http.Request, rq *request) {
 	add(names.issuer, tok.Issuer)
 	add(names.keyID, tok.KeyID)
 	add(names.requestID, rq.requestID)
-	for i, v := range tok.Payload.Values() {
-		if v != "" {
-			add(names.fields[i], v)
+	if h.anyFieldHeader {
+		for i, v := range tok.Payload.Values() {
+			if h.fieldHeaders[i] && v != "" {
+				add(names.fields[i], v)
+			}
 		}
 	}
 
@@ -97,7 +139,10 @@ func (h *Handler) forward(r *http.Request, rq *request) {
 	// Delete first, set after: a client-supplied X-Partner-* header must never survive
 	// next to (or instead of) a verified one (the lesson of Caddy's forward_auth
 	// header-injection fix, GHSA-7r4p-vjf4-gxv4). The headers that described the body go
-	// with the body.
+	// with the body. Every client header in the namespace goes, a field's header included
+	// whether field_headers forwards that field or not. n counts only the headers set (the
+	// fixed ones and the enabled fields that have a value), so the map and the values below
+	// are sized for what field_headers asks, no more.
 	hdr := make(http.Header, len(r.Header)+n+2)
 	for k, v := range r.Header {
 		if !inNamespace(k, h.prefix) && !bodyHeaders[k] {

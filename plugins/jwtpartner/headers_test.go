@@ -1,12 +1,15 @@
 package jwtpartner
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 func TestInNamespace(t *testing.T) {
@@ -84,7 +87,10 @@ func TestValidHeaderPrefix(t *testing.T) {
 }
 
 func TestForwardEncodesValues(t *testing.T) {
-	f := newFixture(t, func(h *Handler) { h.HeaderPrefix = "X-Link-" })
+	f := newFixture(t, func(h *Handler) {
+		h.HeaderPrefix = "X-Link-"
+		h.FieldHeaders = []string{"all"} // the fields' values are what needs encoding
+	})
 	payload := map[string]any{
 		"organizationName": "Ö & Co group",
 		"organizationId":   "org/1?x=y",
@@ -164,10 +170,12 @@ func TestForwardDropsBodyFraming(t *testing.T) {
 }
 
 // TestPlaceholders: every placeholder of the handler's doc comment resolves to the verified
-// value on success; on rejection only the request's own ones do.
+// value on success, a payload field's too although field_headers (off by default) forwards
+// no header for it; on rejection only the request's own ones do.
 func TestPlaceholders(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := f.token(t, "ES256", harness.Token{})
+	payload := harness.MainPayload()
+	tok := f.token(t, "ES256", harness.Token{Payload: payload})
 	_, next, repl, _ := f.serve(urlRequest("demo", tok))
 	if !next.called {
 		t.Fatal("not forwarded")
@@ -176,7 +184,8 @@ func TestPlaceholders(t *testing.T) {
 	for name, want := range map[string]string{
 		"partner": "demo", "endpoint": "url", "kind": "main", "issuer": testIssuer,
 		"kid": f.keys["ES256"].Kid, "alg": "ES256", "claims": claims,
-		"employeeId": next.header.Get("X-Partner-Employee-Id"), "contact.id": next.header.Get("X-Partner-Contact-Id"),
+		"employeeId": payload["employeeId"].(string), "contact.id": payload["contact"].(map[string]any)["id"].(string),
+		"contact.firstname": payload["contact"].(map[string]any)["firstname"].(string),
 	} {
 		if got, ok := repl.GetString(placeholderPrefix + name); !ok || got != want || want == "" {
 			t.Errorf("{%s%s} = %q (set: %v), want %q", placeholderPrefix, name, got, ok, want)
@@ -199,5 +208,86 @@ func TestPlaceholders(t *testing.T) {
 		if got, ok := repl.GetString(placeholderPrefix + name); ok {
 			t.Errorf("rejected: {%s%s} = %q, want it unset", placeholderPrefix, name, got)
 		}
+	}
+}
+
+// TestForwardFieldHeaders: a payload field gets a header of its own only when field_headers
+// names it (or says all) and it has a value; the fixed headers and the claims are forwarded
+// in every mode, and a client's header in the namespace is gone in every mode, a field's
+// header included whether that field is forwarded or not.
+func TestForwardFieldHeaders(t *testing.T) {
+	payload := harness.MainPayload()
+	raw, _ := json.Marshal(payload)
+	var p linkspec.Payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	values := p.Values()
+	fixed := []string{"Name", "Endpoint", "Kind", "Issuer", "Key-Id", "Request-Id", "Claims", "Assertion"}
+	tests := []struct {
+		name   string
+		fields []string
+		want   []string // the field headers forwarded, by suffix
+	}{
+		{"default", nil, nil},
+		{"none", []string{}, nil},
+		{"all", []string{"all"}, []string{
+			"Employee-Id", "Employee-Username", "Employee-Firstname", "Employee-Lastname", "Employee-Email",
+			"Organization-Name", "Organization-Id", "Contact-Id", "Contact-Birthdate", "Contact-Ssn",
+			"Contact-Firstname", "Contact-Lastname", "Contact-Email", "Case-Id",
+		}},
+		// contact.middlename is named but empty: no header for it.
+		{"subset", []string{"contact.id", "caseId", "contact.middlename"}, []string{"Contact-Id", "Case-Id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(h *Handler) { h.FieldHeaders = tt.fields })
+			tok := f.token(t, "ES256", harness.Token{Payload: payload})
+			r := urlRequest("demo", tok)
+			for _, k := range []string{"X-Partner-Contact-Id", "X-Partner-Contact-Ssn", "x-partner-employee-email", "X_Partner_Case_Id", "X-Partner-Contact-Middlename"} {
+				r.Header[k] = []string{"spoofed"} // raw keys, as a non-canonicalizing client stack might leave them
+			}
+			_, next, _, _ := f.serve(r)
+			if !next.called {
+				t.Fatal("not forwarded")
+			}
+			want := map[string]string{}
+			for _, suffix := range tt.want {
+				for i, field := range linkspec.Fields {
+					if field.Header == suffix {
+						want["X-Partner-"+suffix] = linkspec.EncodeHeaderValue(values[i])
+					}
+				}
+			}
+			for k, v := range next.header {
+				if !inNamespace(k, "X-Partner-") {
+					continue
+				}
+				if len(v) != 1 || v[0] == "spoofed" {
+					t.Errorf("forwarded %s = %q, want one verified value", k, v)
+				}
+				suffix := strings.TrimPrefix(k, "X-Partner-")
+				if w, ok := want[k]; ok {
+					if v[0] != w {
+						t.Errorf("forwarded %s = %q, want %q", k, v[0], w)
+					}
+				} else if !slices.Contains(fixed, suffix) {
+					t.Errorf("forwarded %s = %q, want no such header with field_headers %q", k, v, tt.fields)
+				}
+			}
+			for k := range want {
+				if _, ok := next.header[k]; !ok {
+					t.Errorf("%s not forwarded, want it with field_headers %q", k, tt.fields)
+				}
+			}
+			for _, suffix := range fixed {
+				if next.header.Get("X-Partner-"+suffix) == "" {
+					t.Errorf("X-Partner-%s not forwarded, want it with field_headers %q", suffix, tt.fields)
+				}
+			}
+			if got := next.header.Get("X-Partner-Claims"); got != strings.Split(tok, ".")[1] {
+				t.Errorf("X-Partner-Claims = %q, want the token's payload segment, every field in it", got)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -60,11 +61,12 @@ const (
 // fresh goes to the next handler as a POST to the same path with an empty body and no
 // Content-Type: the token itself is never forwarded. Every incoming header whose name starts
 // with HeaderPrefix is deleted first; then the headers of the upstream contract in linkspec
-// are set (see headers.go). A rejected request never reaches the next handler. When the
-// next handler fails (an error, or a 5xx not in the gateway's shape), the handler answers
-// upstream_unavailable itself; a 5xx in its shape passes through (upstream.go). For a
-// partner with DryRun it also answers POST /partner/{name}/check itself (dryrun.go), never
-// calling the next handler.
+// are set (see headers.go): the fixed ones and the claims always, a payload field's own
+// header only when FieldHeaders names the field. A rejected request never reaches the next
+// handler. When the next handler fails (an error, or a 5xx not in the gateway's shape), the
+// handler answers upstream_unavailable itself; a 5xx in its shape passes through
+// (upstream.go). For a partner with DryRun it also answers POST /partner/{name}/check itself
+// (dryrun.go), never calling the next handler.
 //
 // Placeholders set on success (values raw, not percent-encoded):
 //
@@ -83,7 +85,11 @@ const (
 //	                               organizationId, contact.id, contact.birthdate,
 //	                               contact.ssn, contact.gender, contact.firstname,
 //	                               contact.middlename, contact.lastname, contact.mobile,
-//	                               contact.email, contact.diagnosis, caseId
+//	                               contact.email, contact.diagnosis, caseId; set
+//	                               whatever FieldHeaders says (a placeholder costs
+//	                               nothing until it is used), so that header_up can
+//	                               forward a field that FieldHeaders does not (raw, not
+//	                               percent-encoded)
 //
 // Placeholders set on rejection:
 //
@@ -123,6 +129,17 @@ type Handler struct {
 	// verified values are set. Default "X-Partner-".
 	HeaderPrefix string `json:"header_prefix,omitempty"`
 
+	// FieldHeaders lists the payload fields that are also forwarded as headers of their
+	// own, <prefix><Field> (X-Partner-Contact-Id, …), by JSON path as in linkspec.Fields:
+	// employeeId, contact.id, contact.ssn, caseId, …; or it is ["all"], every field. The
+	// claims header carries every field anyway, bound by the assertion, and each header
+	// more costs every request again in reverse_proxy; a plain header also puts personal
+	// data (contact.ssn is a national identity number) where an upstream's access log may
+	// record it. So the default is none: an upstream that wants a field as a header names
+	// it here, or sets it with reverse_proxy's header_up from its placeholder. A path that
+	// is not a payload field, or all next to paths, fails the configuration.
+	FieldHeaders []string `json:"field_headers,omitempty"`
+
 	// NonceStoreRaw is the nonce store, a module in the http.jwt_partner.nonce_stores
 	// namespace named by its "store" key. Default {"store": "memory"}.
 	NonceStoreRaw json.RawMessage `json:"nonce_store,omitempty" caddy:"namespace=http.jwt_partner.nonce_stores inline_key=store"`
@@ -148,6 +165,12 @@ type Handler struct {
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
+
+	// fieldHeaders says, per linkspec.Fields index, whether the field is forwarded as a
+	// header of its own (FieldHeaders resolved); anyFieldHeader whether any is, so that a
+	// request with none skips the fields altogether.
+	fieldHeaders   [len(linkspec.Fields)]bool
+	anyFieldHeader bool
 
 	// cacheKeys are this configuration's references in keyCaches, released by Cleanup.
 	cacheKeys []string
@@ -255,6 +278,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.prefix = linkspec.DefaultHeaderPrefix
 	}
 	h.names = newHeaderNames(h.prefix)
+	mask, err := fieldHeaderMask(h.FieldHeaders)
+	if err != nil {
+		return err
+	}
+	h.fieldHeaders, h.anyFieldHeader = mask, slices.Contains(mask[:], true)
 	if h.Errors == "" {
 		h.Errors = ErrorsRespond
 	}

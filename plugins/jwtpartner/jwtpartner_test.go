@@ -176,7 +176,9 @@ func decodeProblem(t testing.TB, w *httptest.ResponseRecorder) problem.Problem {
 }
 
 func TestServeHTTPForwardsValidLinks(t *testing.T) {
-	f := newFixture(t, nil)
+	// Every field's header on, so that their values are checked too (TestForwardFieldHeaders
+	// covers the default, none).
+	f := newFixture(t, func(h *Handler) { h.FieldHeaders = []string{"all"} })
 	for _, alg := range []string{"RS256", "PS256", "ES256"} {
 		for _, kind := range []string{"main", "go"} {
 			for _, endpoint := range []string{"url", "payload"} {
