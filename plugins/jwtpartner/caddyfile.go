@@ -61,10 +61,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // partner may repeat, once per name, and field_headers may repeat, each line adding paths
 // (JSON paths of payload fields, such as contact.id; or all, alone); every other
 // subdirective may appear once. Each partner needs issuer, audience and exactly one of
-// jwks_file and jwks_url; jwks_ca_file only with jwks_url. A jwks_file and a jwks_ca_file are read at provisioning, not here: caddy
-// validate reports one that does not load with the partner and the path. Durations are positive, except that leeway 0 asks for no leeway at
-// all (JSON -1: a zero there is the default). dry_run, for test environments only, turns on
-// the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is given.
+// jwks_file and jwks_url; jwks_ca_file only with jwks_url. A jwks_file and a jwks_ca_file
+// are read at provisioning, not here: caddy validate reports one that does not load with
+// the partner and the path. Durations are positive, except that leeway 0 asks for no
+// leeway at all (JSON -1: a zero there is the default). dry_run, for test environments
+// only, turns on the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is
+// given.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
