@@ -105,11 +105,9 @@ func (h *Handler) forward(r *http.Request, rq *request) {
 	add(names.issuer, tok.Issuer)
 	add(names.keyID, tok.KeyID)
 	add(names.requestID, rq.requestID)
-	if h.anyFieldHeader {
-		for i, v := range tok.Payload.Values() {
-			if h.fieldHeaders[i] && v != "" {
-				add(names.fields[i], v)
-			}
+	for i, v := range tok.Payload.Values() {
+		if h.fieldHeaders[i] && v != "" {
+			add(names.fields[i], v)
 		}
 	}
 

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -167,10 +166,8 @@ type Handler struct {
 	now      func() time.Time
 
 	// fieldHeaders says, per linkspec.Fields index, whether the field is forwarded as a
-	// header of its own (FieldHeaders resolved); anyFieldHeader whether any is, so that a
-	// request with none skips the fields altogether.
-	fieldHeaders   [len(linkspec.Fields)]bool
-	anyFieldHeader bool
+	// header of its own (FieldHeaders resolved).
+	fieldHeaders [len(linkspec.Fields)]bool
 
 	// cacheKeys are this configuration's references in keyCaches, released by Cleanup.
 	cacheKeys []string
@@ -282,7 +279,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.fieldHeaders, h.anyFieldHeader = mask, slices.Contains(mask[:], true)
+	h.fieldHeaders = mask
 	if h.Errors == "" {
 		h.Errors = ErrorsRespond
 	}
