@@ -6,9 +6,11 @@ package appstack
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/partnergate/partnergate/appservice"
@@ -38,10 +40,14 @@ func Start(t *testing.T, c Config) *Stack {
 	dir := t.TempDir()
 	jwks := harness.WriteJWKS(t, dir, s.Key)
 	secret := "stack-upstream-secret-0123456789abcdef"
-	appPort := harness.FreePort(t)
-
-	s.Gateway = harness.StartCaddy(t, harness.Config{
-		Caddyfile: `{
+	// The app's port is chosen before the gateway that points at it starts, and bound
+	// after it: another test process may take the port in between. Then both start again
+	// on new ports; any other failure is the test's.
+	var err error
+	for attempt := 1; ; attempt++ {
+		appPort := harness.FreePort(t)
+		s.Gateway = harness.StartCaddy(t, harness.Config{
+			Caddyfile: `{
 	admin {{.Admin}}
 }
 http://127.0.0.1:{{.Port}} {
@@ -60,23 +66,26 @@ http://127.0.0.1:{{.Port}} {
 		header_up -X-Partner-*
 	}
 }`,
-		Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
-		Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
-	})
-
-	var err error
-	s.App, err = appservice.Start(context.Background(), appservice.Config{
-		Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
-		Database:       filepath.Join(dir, "app.db"),
-		SecretFile:     filepath.Join(dir, "app.secret"),
-		PublicURL:      s.Gateway.URL,
-		FrameAncestors: c.FrameAncestors,
-		UpstreamSecret: secret,
-		Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: c.Password},
-		Logger:         slog.New(slog.NewJSONHandler(s.AppLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("starting the app service: %v", err)
+			Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
+			Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
+		})
+		s.App, err = appservice.Start(context.Background(), appservice.Config{
+			Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
+			Database:       filepath.Join(dir, "app.db"),
+			SecretFile:     filepath.Join(dir, "app.secret"),
+			PublicURL:      s.Gateway.URL,
+			FrameAncestors: c.FrameAncestors,
+			UpstreamSecret: secret,
+			Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: c.Password},
+			Logger:         slog.New(slog.NewJSONHandler(s.AppLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			t.Fatalf("starting the app service: %v", err)
+		}
+		s.Gateway.Stop()
 	}
 	t.Cleanup(func() { s.App.Shutdown(context.Background()) })
 	t.Cleanup(func() {
