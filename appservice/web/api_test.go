@@ -358,6 +358,7 @@ func (w *apiWorld) testRoute(t *testing.T, c apiCase) {
 			{"wrong csrf token", func(r *http.Request) { r.Header.Set("X-CSRF-Token", w.member.csrf) }, 403, "csrf_invalid"},
 			{"foreign origin", func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, 403, "origin_forbidden"},
 			{"null origin", func(r *http.Request) { r.Header.Set("Origin", "null") }, 403, "origin_forbidden"},
+			{"origin of another scheme", func(r *http.Request) { r.Header.Set("Origin", "https://localhost:8080") }, 403, "origin_forbidden"},
 			{"no origin, cross-site fetch", func(r *http.Request) {
 				r.Header.Del("Origin")
 				r.Header.Set("Sec-Fetch-Site", "cross-site")
