@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -55,7 +56,11 @@ var staticFS embed.FS
 
 // pages holds the app's pages and the problem package's page, parsed first so that
 // templates/problem.html's blocks put it inside the layout.
-var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain}))).ParseFS(templateFS, "templates/*.html"))
+var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain, "segment": url.PathEscape}))).ParseFS(templateFS, "templates/*.html"))
+
+// segment (url.PathEscape) makes a value one path segment of a link, as the page script's
+// encodeURIComponent does: html/template escapes a URL for its attribute, not a value for
+// its segment, so a "/" or "?" in a case id would otherwise lead elsewhere on the site.
 
 // plain drops the Unicode bidirectional formatting characters (embeddings and overrides
 // U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) from a
