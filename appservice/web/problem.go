@@ -78,7 +78,24 @@ func plain(s string) string {
 
 func staticFiles() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")
-	return http.FileServerFS(sub)
+	return http.FileServerFS(filesOnly{sub})
+}
+
+// filesOnly is an fs.FS that opens files and no folder: http.FileServer lists a folder's
+// contents, which would name every module of the application to anyone, and redirects a
+// folder's path without its slash. A folder is not_found like a name that does not exist.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // render executes a page into a buffer first, so a template error becomes a clean 500

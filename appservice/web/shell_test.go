@@ -294,3 +294,21 @@ func TestShellCaseLinkEscaped(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticNoListings: the static files are served, their folders are not listed (issue
+// 25): a listing shows every module and file name of the application to anyone.
+func TestStaticNoListings(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	for _, p := range []string{"/app/static/", "/app/static/app/", "/app/static/app/views/", "/app/static/app", "/app/static/app/views"} {
+		res, page := b.get(p)
+		if res.StatusCode != http.StatusNotFound || strings.Contains(page, "main.js") || strings.Contains(page, "<a href") {
+			t.Errorf("GET %s = %d %q, want 404 without a listing", p, res.StatusCode, page)
+		}
+	}
+	for _, p := range []string{"/app/static/app/main.js", "/app/static/app.css", "/app/static/login.js"} {
+		if res, _ := b.get(p); res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", p, res.StatusCode)
+		}
+	}
+}
