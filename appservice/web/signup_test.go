@@ -108,7 +108,7 @@ func TestSignup(t *testing.T) {
 					`id="signup-email" name="email" type="email" autocomplete="email" maxlength="254" value="ida@partner.example"`,
 					`id="signup-name" name="displayname" autocomplete="name" required maxlength="128" value="Ida Berg"`,
 					`autocomplete="new-password" required minlength="12"`,
-					`id="signup-password-rules">At least 12 characters, and not your username.<`,
+					`id="signup-password-rules">At least 12 characters; not your username or a password containing it, not one of the commonest passwords (also with digits or symbols added), and not a repeated piece or a sequence such as aaaa or 1234.<`,
 					`partner user <strong>Ida Berg</strong>`, `partner <code>demo</code>`, `username <code>ida.berg.north</code>`, `id <code>emp-1</code>`,
 					`id="login" name="login" autocomplete="username" required value="ida@partner.example"`,
 				} {
@@ -131,6 +131,18 @@ func TestSignup(t *testing.T) {
 				}{
 					{"password of 11 characters", url.Values{"password": {"eleven-char"}, "password2": {"eleven-char"}}, "at least 12 characters"},
 					{"password is the username", url.Values{"username": {"ida.berg.north"}, "password": {"IDA.BERG.NORTH"}, "password2": {"IDA.BERG.NORTH"}}, "must not be your username"},
+					// Issue 25: length was the only rule.
+					{"password contains the username", url.Values{"password": {"my IDA.B password"}, "password2": {"my IDA.B password"}}, "must not be your username or contain it"},
+					{"password repeats the username", url.Values{"username": {"kari.n"}, "password": {"kari.nKARI.N"}, "password2": {"kari.nKARI.N"}}, "must not be your username or contain it"},
+					{"one character repeated", url.Values{"password": {"aaaaaaaaaaaa"}, "password2": {"aaaaaaaaaaaa"}}, "repeat a short piece"},
+					{"a short piece repeated", url.Values{"password": {"abc1abc1abc1abc1"}, "password2": {"abc1abc1abc1abc1"}}, "repeat a short piece"},
+					{"a sequence of letters", url.Values{"password": {"abcdefghijklm"}, "password2": {"abcdefghijklm"}}, "sequence"},
+					{"a sequence of digits", url.Values{"password": {"123456789012"}, "password2": {"123456789012"}}, "sequence"},
+					{"a sequence down", url.Values{"password": {"zyxwvutsrqpo"}, "password2": {"zyxwvutsrqpo"}}, "sequence"},
+					{"a common password", url.Values{"password": {"qwertyuiop12"}, "password2": {"qwertyuiop12"}}, "commonest passwords"},
+					{"a common password in capitals", url.Values{"password": {"WINNIETHEPOOH"}, "password2": {"WINNIETHEPOOH"}}, "commonest passwords"},
+					{"a common password with digits", url.Values{"password": {"password1234"}, "password2": {"password1234"}}, "commonest passwords"},
+					{"a common password with symbols around", url.Values{"password": {"!!Sunshine2024!!"}, "password2": {"!!Sunshine2024!!"}}, "commonest passwords"},
 					{"passwords differ", url.Values{"password2": {"correct horse battery!"}}, "two passwords differ"},
 					{"no username", url.Values{"username": {" "}}, "Choose a username"},
 					{"username with a space", url.Values{"username": {"ida berg"}}, "letters, digits and . - _ @ only"},
