@@ -118,7 +118,9 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, store.ErrUsernameTaken):
 			msg, outcome = "The username "+f.Username+" is taken. Choose another one.", "username_taken"
 		case errors.Is(err, store.ErrEmailTaken):
-			msg, outcome = "An account with this e-mail address exists already: sign in with it above, or give another address.", "email_taken"
+			// Only an instructor's address is taken (members never sign in with one); the
+			// words name no kind of account either way.
+			msg, outcome = "This e-mail address cannot be used for a new account: if it is yours, sign in with it above; otherwise give another address, or none.", "email_taken"
 		case errors.Is(err, store.ErrConflict):
 			msg = "This partner user has an account already. Open the application again from your partner application."
 		case errors.Is(err, store.ErrNoSession): // the pending session ended meanwhile
