@@ -1,10 +1,15 @@
 package jwtpartner
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/partnergate/partnergate/internal/harness"
 )
@@ -156,4 +161,33 @@ func TestServeHTTPOrigins(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOriginRefusalLogged: a refused form is a security signal, logged at info (as a
+// replay is) with the page's origin for the operator, bounded, and never the token.
+func TestOriginRefusalLogged(t *testing.T) {
+	f := newFixture(t, func(h *Handler) { h.Partners["demo"].Origins = []string{"https://ehr.partner.example"} })
+	core, logs := observer.New(zapcore.DebugLevel)
+	f.h.logger = zap.New(core)
+	tok := f.token(t, "ES256", harness.Token{})
+	long := "https://" + strings.Repeat("a", 300) + ".example"
+	for _, origin := range []string{"http://evil.example", long} {
+		r := payloadRequest("demo", "payload="+url.QueryEscape(tok))
+		r.Header.Set("Origin", origin)
+		f.serve(r)
+	}
+	entries := logs.All()
+	if len(entries) != 2 {
+		t.Fatalf("log entries = %+v, want two", entries)
+	}
+	for i, want := range []string{`"http://evil.example"`, `"https://` + strings.Repeat("a", 192) + `…"`} {
+		e := entries[i]
+		fields := e.ContextMap()
+		if e.Level != zapcore.InfoLevel || fields["outcome"] != "origin_not_allowed" || fields["partner"] != "demo" {
+			t.Errorf("log entry %d = %v %v, want info origin_not_allowed for demo", i, e.Level, fields)
+		}
+		if msg := fmt.Sprint(fields["error"]); !strings.Contains(msg, want) || strings.Contains(msg, tok) {
+			t.Errorf("log entry %d error = %q, want the origin %s and no token", i, msg, want)
+		}
+	}
 }
