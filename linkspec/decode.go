@@ -99,6 +99,8 @@ func (c *Claims) Check(reserved ...string) error {
 
 // StrictClaims returns the go-json-experiment options of DecodePayload, for decoders of a
 // claim set that embed Payload in a larger struct: exact names, no duplicates, valid UTF-8.
+// The app service reads its JSON API's request bodies with them too, so that no JSON it
+// takes means one thing to it and another to a lenient parser.
 func StrictClaims() json.Options { return strictClaims }
 
 // strictClaims is made once: joining options allocates, and every token is decoded with them.

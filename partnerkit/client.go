@@ -175,11 +175,14 @@ func readURL(mediaType string, body []byte) (string, error) {
 	return s, nil
 }
 
+// formPage's referrer policy, strict-origin, lets the browser name the partner's site in
+// the Origin header of the post (no-referrer would make it "null"), which the gateway
+// checks against the partner's origins, and sends no path of the partner's page.
 var formPage = template.Must(template.New("form").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="strict-origin">
 <title>Opening the link</title>
 </head>
 <body>

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"strings"
 )
 
 // InterfaceVersion is the version of the partner interface: the error codes and their
@@ -45,6 +46,7 @@ const (
 	CodeInternal              Code = "internal_error"           // a bug or a failed dependency; the log line says more
 	CodeDryRunRateLimited     Code = "dry_run_rate_limited"     // over a partner's dry run rate (POST /partner/{name}/check)
 	CodeUpstreamUnavailable   Code = "upstream_unavailable"     // the token was accepted, but the service behind the gateway failed
+	CodeOriginNotAllowed      Code = "origin_not_allowed"       // a /payload form from a page whose origin is not on the partner's origins
 )
 
 // The verifier's codes (linktoken), one per token rule, cheapest check first.
@@ -101,7 +103,8 @@ type kind struct {
 // kinds gives every code its title and status. The statuses follow one rule: 400 for a
 // request or token that is not well formed whatever the keys; 401 for a well-formed token
 // that does not authenticate (signature, key, algorithm, issuer, audience, time window);
-// 403 for an authentic token of a kind the partner may not send; 409 for a replay (the
+// 403 for an authentic token of a kind the partner may not send, and for a /payload form
+// posted from a site that is not on the partner's origins; 409 for a replay (the
 // token was good once; a new one is needed, and retrying this one never helps) and for a
 // token the replay store cannot vouch for; 429 with Retry-After for a dry run over its
 // partner's rate; 503 with Retry-After for a dependency of the gateway that failed, so the
@@ -136,6 +139,10 @@ var kinds = map[Code]kind{
 	// service behind it is not; its Retry-After says when a freshly signed token is worth
 	// sending, since a service restart takes seconds.
 	CodeUpstreamUnavailable: {"Service behind the gateway unavailable", http.StatusBadGateway},
+	// An authentic partner's token may be in the form, lifted by someone who wants another
+	// browser signed in as themselves (login CSRF): the request is refused for where it comes
+	// from, whatever the token, like an authentic token of a kind the partner may not send.
+	CodeOriginNotAllowed: {"Form from a site the partner did not register", http.StatusForbidden},
 
 	CodeTokenMalformed:      {"Token malformed", http.StatusBadRequest},
 	CodeHeaderInvalid:       {"Token header invalid", http.StatusBadRequest},
@@ -250,23 +257,42 @@ var pageFS embed.FS
 // page is page.html on its own: the standalone page with its inline style.
 var page = template.Must(template.ParseFS(pageFS, "page.html"))
 
-// WritePage answers p as the standalone HTML page, for a person in the tab or iframe that
-// posted a link. html/template escapes every value; the page has no script, and its CSP
-// allows nothing but the inline style.
+// WritePage answers p as the standalone HTML page, for a person in the tab that posted a
+// link. html/template escapes every value; the page has no script, its CSP allows nothing
+// but the inline style, and no page may show it in a frame.
 func WritePage(w http.ResponseWriter, p Problem) error {
+	return WriteFramedPage(w, p, nil)
+}
+
+// WriteFramedPage is WritePage for a page that the pages of frameAncestors may show in a
+// frame: origins as a browser serializes them (https://ehr.acme.example), the CSP
+// frame-ancestors sources of the answer. Without any, no page may frame it (frame-ancestors
+// 'none', and X-Frame-Options: DENY for browsers that predate frame-ancestors). A page that
+// answers a form post is framed only where the form was: the pages of the partner that
+// posted it.
+func WriteFramedPage(w http.ResponseWriter, p Problem, frameAncestors []string) error {
 	var buf bytes.Buffer
 	if err := page.ExecuteTemplate(&buf, "problem", p); err != nil {
 		return err
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if len(frameAncestors) == 0 {
+		hdr.Set("Content-Security-Policy", pageCSP+"'none'")
+		hdr.Set("X-Frame-Options", "DENY")
+	} else {
+		hdr.Set("Content-Security-Policy", pageCSP+strings.Join(frameAncestors, " "))
+	}
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(p.Status)
 	_, err := w.Write(buf.Bytes())
 	return err
 }
+
+// pageCSP is the standalone page's Content-Security-Policy up to its frame-ancestors
+// sources.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "
 
 // ParsePage adds the page to t as the template "problem", for a service that shows it
 // inside its own layout. The page's blocks problem_head (given the title), problem_detail

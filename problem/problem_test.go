@@ -166,7 +166,8 @@ func TestPageEscapes(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
-		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+		"X-Frame-Options":         "DENY",
 		"X-Content-Type-Options":  "nosniff",
 		"Referrer-Policy":         "no-referrer",
 	} {
@@ -198,5 +199,32 @@ func TestParsePageInLayout(t *testing.T) {
 	}
 	if strings.Contains(got, "<style>") || strings.Contains(got, "could not be opened") {
 		t.Errorf("page keeps a standalone part:\n%s", got)
+	}
+}
+
+// TestWriteFramedPage: the page may be framed by the pages a partner's forms come from,
+// and by nothing else (issue 25: the gateway's /payload page had no frame-ancestors).
+func TestWriteFramedPage(t *testing.T) {
+	for _, tt := range []struct {
+		ancestors []string
+		csp, xfo  string
+	}{
+		{nil, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'", "DENY"},
+		{[]string{"https://ehr.acme.example"}, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors https://ehr.acme.example", ""},
+		{[]string{"https://a.example", "http://localhost:8081"}, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors https://a.example http://localhost:8081", ""},
+	} {
+		w := httptest.NewRecorder()
+		if err := problem.WriteFramedPage(w, problem.New(problem.CodeTokenExpired, "expired"), tt.ancestors); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Header().Get("Content-Security-Policy"); got != tt.csp {
+			t.Errorf("WriteFramedPage(%q) CSP = %q, want %q", tt.ancestors, got, tt.csp)
+		}
+		if got := w.Header().Get("X-Frame-Options"); got != tt.xfo {
+			t.Errorf("WriteFramedPage(%q) X-Frame-Options = %q, want %q", tt.ancestors, got, tt.xfo)
+		}
+		if w.Code != 401 || !strings.Contains(w.Body.String(), "token_expired") {
+			t.Errorf("WriteFramedPage(%q) = %d %s", tt.ancestors, w.Code, w.Body)
+		}
 	}
 }

@@ -276,8 +276,10 @@ var (
 // signs it in, taking over the pending session as SignIn does. No confirmation is asked:
 // the person creating the account is the one the first-sight page greeted. It returns
 // ErrNoSession when pendingToken names no pending session, ErrUsernameTaken or ErrEmailTaken
-// when the name is another account's username or e-mail address (either way round, since
+// when the name is another instructor's username or e-mail address (either way round, since
 // SignIn takes both as the login), and ErrConflict when the employee is linked already.
+// Members never sign in with a password, so their addresses take nothing: a refusal must
+// not tell whether an address is a member's.
 func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, username, email, displayName, password string) (*SignedIn, error) {
 	username = strings.ToLower(strings.TrimSpace(username))
 	email = strings.TrimSpace(email)
@@ -303,16 +305,16 @@ func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, us
 			return ErrNoSession
 		}
 		var n int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = ? OR LOWER(email) = ?`),
-			username, username).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE role = ? AND (username = ? OR LOWER(email) = ?)`),
+			RoleInstructor, username, username).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
 			return ErrUsernameTaken
 		}
 		if email != "" {
-			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE username = LOWER(?) OR LOWER(email) = LOWER(?)`),
-				email, email).Scan(&n); err != nil {
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE role = ? AND (username = LOWER(?) OR LOWER(email) = LOWER(?))`),
+				RoleInstructor, email, email).Scan(&n); err != nil {
 				return err
 			}
 			if n > 0 {

@@ -9,12 +9,17 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -328,29 +333,100 @@ func (fe *fieldErrors) intRange(field string, n, lo, hi int) {
 }
 
 // decodeBody decodes the request body into v: one JSON object with only v's members.
-// An empty body is an empty object.
+// An empty body is an empty object. It reads with the claims decoder's rules
+// (linkspec.StrictClaims: member names match exactly, a name given twice and invalid UTF-8
+// are refused), not encoding/json's, which matches names in any case and keeps the last of
+// two: {"caseId":"a","CASEID":"b"} must not set a case the page did not send. A member
+// that is not v's is refused too, and the refusal says when it differs from one only in
+// case.
 func decodeBody(r *apiRequest, v any) error {
 	if len(bytes.TrimSpace(r.body)) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one value")
-	}
+	err := jsonv2.Unmarshal(r.body, v, apiBodyRules)
 	if err == nil {
 		return nil
 	}
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te) && te.Field != "":
-		return invalid(problem.FieldError{Field: te.Field, Reason: "must be a JSON " + te.Type.Kind().String()})
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
-		return invalid(problem.FieldError{Field: name, Reason: "unknown member"})
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName {
+		return invalid(problem.FieldError{Field: memberPath(se.JSONPointer), Reason: "given more than once"})
+	}
+	var me *jsonv2.SemanticError
+	if errors.As(err, &me) && me.JSONPointer != "" {
+		field := memberPath(me.JSONPointer)
+		switch {
+		case me.Err == jsonv2.ErrUnknownName:
+			if known := caseVariantOf(me.GoType, me.JSONPointer.LastToken()); known != "" {
+				return invalid(problem.FieldError{Field: field, Reason: "differs from " + known + " only in case: member names are case-sensitive"})
+			}
+			return invalid(problem.FieldError{Field: field, Reason: "unknown member"})
+		case me.GoType != nil:
+			return invalid(problem.FieldError{Field: field, Reason: "must be a JSON " + jsonKindOf(me.GoType)})
+		}
 	}
 	return invalid(problem.FieldError{Field: "", Reason: "the body must be one JSON object"})
+}
+
+// apiBodyRules are decodeBody's options, joined once.
+var apiBodyRules = jsonv2.JoinOptions(linkspec.StrictClaims(), jsonv2.RejectUnknownMembers(true))
+
+// memberPath writes a JSON pointer as the API's field errors name a member:
+// /items/0/sets is items[0].sets.
+func memberPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// caseVariantOf returns the JSON name of the member of struct type t that name differs from
+// only in case, or "".
+func caseVariantOf(t reflect.Type, name string) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return ""
+	}
+	for f := range t.Fields() {
+		json, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if json == "" {
+			json = f.Name
+		}
+		if f.IsExported() && json != "-" && json != name && strings.EqualFold(json, name) {
+			return json
+		}
+	}
+	return ""
+}
+
+// jsonKindOf names the JSON kind a Go type takes.
+func jsonKindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "value of another type"
 }
 
 // pathID reads a positive id from the path.

@@ -358,6 +358,7 @@ func (w *apiWorld) testRoute(t *testing.T, c apiCase) {
 			{"wrong csrf token", func(r *http.Request) { r.Header.Set("X-CSRF-Token", w.member.csrf) }, 403, "csrf_invalid"},
 			{"foreign origin", func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, 403, "origin_forbidden"},
 			{"null origin", func(r *http.Request) { r.Header.Set("Origin", "null") }, 403, "origin_forbidden"},
+			{"origin of another scheme", func(r *http.Request) { r.Header.Set("Origin", "https://localhost:8080") }, 403, "origin_forbidden"},
 			{"no origin, cross-site fetch", func(r *http.Request) {
 				r.Header.Del("Origin")
 				r.Header.Set("Sec-Fetch-Site", "cross-site")
@@ -617,5 +618,50 @@ func TestAPIForeignCase(t *testing.T) {
 	res, b := c.call(http.MethodGet, "/app/api/cases/case-x/exports", "")
 	if res.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `{"exports":[]}` {
 		t.Errorf("GET another organization's case = %d %s, want 200 and no exports", res.StatusCode, b)
+	}
+}
+
+// TestAPIDuplicateMembers: a body is read with the claims decoder's rules (linkspec's
+// StrictClaims): member names are exact, a name given twice is refused, and so is one that
+// differs from a route's member only in case, where encoding/json matched it anyway and kept
+// the last (issue 25: {"caseId":"a","CASEID":"b"} set b). Nothing changes on a refusal.
+func TestAPIDuplicateMembers(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	c := w.instructor
+	c.t = t
+	if res, b := c.call(http.MethodPut, "/app/api/session/case", `{"caseId":"before"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /app/api/session/case = %d %s", res.StatusCode, b)
+	}
+	plan := w.ids.Replace("/app/api/workouts/{plan}")
+	_, before := c.call(http.MethodGet, plan, "")
+	for _, tt := range []struct {
+		name, path, body string
+		field, reason    string
+	}{
+		{"case variant after", "/app/api/session/case", `{"caseId":"a","CASEID":"b"}`, "CASEID", "differs from caseId only in case: member names are case-sensitive"},
+		{"case variant before", "/app/api/session/case", `{"CaseId":"b","caseId":"a"}`, "CaseId", "differs from caseId only in case: member names are case-sensitive"},
+		{"case variant alone", "/app/api/session/case", `{"CASEID":"b"}`, "CASEID", "differs from caseId only in case: member names are case-sensitive"},
+		{"same name twice", "/app/api/session/case", `{"caseId":"a","caseId":"b"}`, "caseId", "given more than once"},
+		{"unknown member", "/app/api/session/case", `{"caseId":"a","case":"b"}`, "case", "unknown member"},
+		{"nested case variant", plan, `{"title":"T","items":[{"exerciseId":1,"sets":1,"SETS":50}]}`, "items[0].SETS", "differs from sets only in case: member names are case-sensitive"},
+		{"nested name twice", plan, `{"title":"T","items":[{"exerciseId":1,"sets":1,"sets":50}]}`, "items[0].sets", "given more than once"},
+		{"wrong type", "/app/api/session/case", `{"caseId":7}`, "caseId", "must be a JSON string"},
+		{"nested wrong type", plan, `{"title":"T","items":[{"exerciseId":"1"}]}`, "items[0].exerciseId", "must be a JSON number"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c.t = t
+			res, b := c.call(http.MethodPut, tt.path, tt.body)
+			p := problemOf(t, res, b, http.StatusBadRequest, "invalid_argument")
+			if len(p.Fields) != 1 || p.Fields[0].Field != tt.field || p.Fields[0].Reason != tt.reason {
+				t.Errorf("PUT %s %s: fields = %+v, want %s: %s", tt.path, tt.body, p.Fields, tt.field, tt.reason)
+			}
+		})
+	}
+	c.t = t
+	if st := c.status(); st["caseId"] != "before" {
+		t.Errorf("session case after the refusals = %v, want before", st["caseId"])
+	}
+	if _, after := c.call(http.MethodGet, plan, ""); string(after) != string(before) {
+		t.Errorf("plan after the refusals =\n%s\nwant\n%s", after, before)
 	}
 }

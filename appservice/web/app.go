@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -454,15 +455,52 @@ func (h *Handler) checkCSRF(r *http.Request) bool {
 	return h.validCSRFCookie(v, h.csrfBinding(r)) && tok != "" && hmac.Equal([]byte(tok), []byte(h.csrfMAC("field", v)))
 }
 
+// sameOrigin reports whether origin, an Origin header, is this site: the public URL's
+// scheme, host and port, or the request's own host with the scheme the browser used
+// (https). All three count (RFC 6454 §5): an https page of this host and port is another
+// site than a plain-HTTP one, and the other way round. A default port is the same as none,
+// as browsers leave it out; anything but a bare scheme://host[:port] is no origin.
 func (h *Handler) sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
-	if err != nil {
+	if err != nil || u.Opaque != "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return false
 	}
-	if strings.EqualFold(u.Scheme, h.public.Scheme) && strings.EqualFold(u.Host, h.public.Host) {
+	o, ok := originOf(u.Scheme, u.Host)
+	if !ok {
+		return false
+	}
+	if o == h.publicOrigin {
 		return true
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	scheme := "http"
+	if h.https(r) {
+		scheme = "https"
+	}
+	self, ok := originOf(scheme, r.Host)
+	return ok && o == self
+}
+
+// originOf is the origin of scheme and host (host[:port]) in one spelling: lower case, the
+// port always written. ok is false for a scheme other than http and https or no host.
+func originOf(scheme, host string) (string, bool) {
+	scheme, host = strings.ToLower(scheme), strings.ToLower(host)
+	var port string
+	switch scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return "", false
+	}
+	u := url.URL{Host: host}
+	if p := u.Port(); p != "" {
+		port = p
+	}
+	if u.Hostname() == "" {
+		return "", false
+	}
+	return scheme + "://" + net.JoinHostPort(u.Hostname(), port), true
 }
 
 // readSignInForm reads a posted sign-in page form (at most 8 KiB) and checks its CSRF

@@ -94,8 +94,8 @@ func TestCSRFTokenBoundToSession(t *testing.T) {
 	}
 }
 
-// TestCSRFForeignOriginRefused: a post whose Origin is another site is refused even with a
-// valid token; the site's own Origin, or none, is accepted.
+// TestCSRFForeignOriginRefused: a post whose Origin is another site (another scheme, host
+// or port) is refused even with a valid token; the site's own Origin, or none, is accepted.
 func TestCSRFForeignOriginRefused(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	for _, tt := range []struct {
@@ -105,6 +105,12 @@ func TestCSRFForeignOriginRefused(t *testing.T) {
 		{"https://attacker.example", http.StatusForbidden},
 		{"http://localhost:8081", http.StatusForbidden},
 		{"null", http.StatusForbidden},
+		// The scheme is part of the origin: an https page of the same host and port is
+		// another site than this plain-HTTP one (issue 25).
+		{"https://localhost:8080", http.StatusForbidden},
+		{"http://localhost", http.StatusForbidden},
+		{"http://localhost:8080/", http.StatusForbidden},
+		{"http://user@localhost:8080", http.StatusForbidden},
 		{"http://localhost:8080", http.StatusSeeOther},
 		{"", http.StatusSeeOther},
 	} {

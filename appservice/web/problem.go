@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -55,7 +56,11 @@ var staticFS embed.FS
 
 // pages holds the app's pages and the problem package's page, parsed first so that
 // templates/problem.html's blocks put it inside the layout.
-var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain}))).ParseFS(templateFS, "templates/*.html"))
+var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain, "segment": url.PathEscape}))).ParseFS(templateFS, "templates/*.html"))
+
+// segment (url.PathEscape) makes a value one path segment of a link, as the page script's
+// encodeURIComponent does: html/template escapes a URL for its attribute, not a value for
+// its segment, so a "/" or "?" in a case id would otherwise lead elsewhere on the site.
 
 // plain drops the Unicode bidirectional formatting characters (embeddings and overrides
 // U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) from a
@@ -73,7 +78,24 @@ func plain(s string) string {
 
 func staticFiles() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")
-	return http.FileServerFS(sub)
+	return http.FileServerFS(filesOnly{sub})
+}
+
+// filesOnly is an fs.FS that opens files and no folder: http.FileServer lists a folder's
+// contents, which would name every module of the application to anyone, and redirects a
+// folder's path without its slash. A folder is not_found like a name that does not exist.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // render executes a page into a buffer first, so a template error becomes a clean 500

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"encoding/json"
+	"html"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -248,6 +251,64 @@ func TestModuleSyntax(t *testing.T) {
 		cmd.Stdin = strings.NewReader(string(src))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("node --check %s: %v\n%s", mod, err, out)
+		}
+	}
+}
+
+// TestShellCaseLinkEscaped: the case link in the focus bar holds the case id as one path
+// segment, escaped as the page script escapes it (encodeURIComponent in chrome.js), so a
+// case id with slashes, dots and a query stays a case and never names another address of
+// the site (issue 25: "../../app/api/exports/1.pdf?…" rendered as a path to an export).
+func TestShellCaseLinkEscaped(t *testing.T) {
+	w := newAPIWorld(t, filepath.Join(t.TempDir(), "app.db"))
+	c := w.instructor
+	c.t = t
+	for _, caseID := range []string{"../../app/api/exports/1.pdf?download=1", "a/b#c", "case 9 ü", "%2e%2e"} {
+		t.Run(caseID, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"caseId": caseID})
+			if res, b := c.call(http.MethodPut, "/app/api/session/case", string(body)); res.StatusCode != http.StatusOK {
+				t.Fatalf("PUT /app/api/session/case = %d %s", res.StatusCode, b)
+			}
+			_, page := c.get("/app")
+			m := regexp.MustCompile(`<a id="case-link" href="([^"]*)">`).FindStringSubmatch(page)
+			if m == nil {
+				t.Fatalf("no case link in:\n%s", page)
+			}
+			href := html.UnescapeString(m[1])
+			if want := "/app/cases/" + url.PathEscape(caseID); href != want {
+				t.Errorf("case link href = %q, want %q", href, want)
+			}
+			base, _ := url.Parse("http://localhost:8080/app")
+			ref, err := url.Parse(href)
+			if err != nil {
+				t.Fatalf("case link %q: %v", href, err)
+			}
+			got := base.ResolveReference(ref)
+			seg, ok := strings.CutPrefix(got.EscapedPath(), "/app/cases/")
+			if !ok || strings.Contains(seg, "/") || got.RawQuery != "" || got.Fragment != "" {
+				t.Fatalf("case link %q opens %q, want /app/cases/ and one segment", href, got)
+			}
+			if dec, _ := url.PathUnescape(seg); dec != caseID {
+				t.Errorf("case link's segment = %q, want the case id %q", dec, caseID)
+			}
+		})
+	}
+}
+
+// TestStaticNoListings: the static files are served, their folders are not listed (issue
+// 25): a listing shows every module and file name of the application to anyone.
+func TestStaticNoListings(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	for _, p := range []string{"/app/static/", "/app/static/app/", "/app/static/app/views/", "/app/static/app", "/app/static/app/views"} {
+		res, page := b.get(p)
+		if res.StatusCode != http.StatusNotFound || strings.Contains(page, "main.js") || strings.Contains(page, "<a href") {
+			t.Errorf("GET %s = %d %q, want 404 without a listing", p, res.StatusCode, page)
+		}
+	}
+	for _, p := range []string{"/app/static/app/main.js", "/app/static/app.css", "/app/static/login.js"} {
+		if res, _ := b.get(p); res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", p, res.StatusCode)
 		}
 	}
 }

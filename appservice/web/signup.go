@@ -13,10 +13,8 @@ import (
 	"github.com/partnergate/partnergate/appservice/store"
 )
 
-// Rules for an account created on the first-sight page.
+// Rules for an account created on the first-sight page; the password's are in password.go.
 const (
-	minPassword    = 12   // characters; the page says so
-	maxPassword    = 1024 // bytes: the hash's input stays small
 	maxUsername    = 64
 	maxDisplayName = 128
 	maxEmail       = 254 // RFC 5321's limit on a path
@@ -52,13 +50,9 @@ func (f *signupForm) check(password, repeat string) []string {
 	if n := utf8.RuneCountInString(f.DisplayName); n == 0 || n > maxDisplayName || strings.ContainsFunc(f.DisplayName, unicode.IsControl) || plain(f.DisplayName) != f.DisplayName {
 		errs = append(errs, "Give your name (at most 128 characters) as others should see it.")
 	}
-	switch {
-	case utf8.RuneCountInString(password) < minPassword:
-		errs = append(errs, "The password must have at least 12 characters.")
-	case len(password) > maxPassword:
-		errs = append(errs, "The password must have at most 1024 bytes.")
-	case f.Username != "" && strings.EqualFold(strings.TrimSpace(password), f.Username):
-		errs = append(errs, "The password must not be your username.")
+	switch msg := passwordProblem(password, f.Username); {
+	case msg != "":
+		errs = append(errs, msg)
 	case password != repeat:
 		errs = append(errs, "The two passwords differ; type the same password twice.")
 	}
@@ -124,7 +118,9 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, store.ErrUsernameTaken):
 			msg, outcome = "The username "+f.Username+" is taken. Choose another one.", "username_taken"
 		case errors.Is(err, store.ErrEmailTaken):
-			msg, outcome = "An account with this e-mail address exists already: sign in with it above, or give another address.", "email_taken"
+			// Only an instructor's address is taken (members never sign in with one); the
+			// words name no kind of account either way.
+			msg, outcome = "This e-mail address cannot be used for a new account: if it is yours, sign in with it above; otherwise give another address, or none.", "email_taken"
 		case errors.Is(err, store.ErrConflict):
 			msg = "This partner user has an account already. Open the application again from your partner application."
 		case errors.Is(err, store.ErrNoSession): // the pending session ended meanwhile

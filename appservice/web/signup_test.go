@@ -108,7 +108,7 @@ func TestSignup(t *testing.T) {
 					`id="signup-email" name="email" type="email" autocomplete="email" maxlength="254" value="ida@partner.example"`,
 					`id="signup-name" name="displayname" autocomplete="name" required maxlength="128" value="Ida Berg"`,
 					`autocomplete="new-password" required minlength="12"`,
-					`id="signup-password-rules">At least 12 characters, and not your username.<`,
+					`id="signup-password-rules">At least 12 characters; not your username or a password containing it, not one of the commonest passwords (also with digits or symbols added), and not a repeated piece or a sequence such as aaaa or 1234.<`,
 					`partner user <strong>Ida Berg</strong>`, `partner <code>demo</code>`, `username <code>ida.berg.north</code>`, `id <code>emp-1</code>`,
 					`id="login" name="login" autocomplete="username" required value="ida@partner.example"`,
 				} {
@@ -131,6 +131,18 @@ func TestSignup(t *testing.T) {
 				}{
 					{"password of 11 characters", url.Values{"password": {"eleven-char"}, "password2": {"eleven-char"}}, "at least 12 characters"},
 					{"password is the username", url.Values{"username": {"ida.berg.north"}, "password": {"IDA.BERG.NORTH"}, "password2": {"IDA.BERG.NORTH"}}, "must not be your username"},
+					// Issue 25: length was the only rule.
+					{"password contains the username", url.Values{"password": {"my IDA.B password"}, "password2": {"my IDA.B password"}}, "must not be your username or contain it"},
+					{"password repeats the username", url.Values{"username": {"kari.n"}, "password": {"kari.nKARI.N"}, "password2": {"kari.nKARI.N"}}, "must not be your username or contain it"},
+					{"one character repeated", url.Values{"password": {"aaaaaaaaaaaa"}, "password2": {"aaaaaaaaaaaa"}}, "repeat a short piece"},
+					{"a short piece repeated", url.Values{"password": {"abc1abc1abc1abc1"}, "password2": {"abc1abc1abc1abc1"}}, "repeat a short piece"},
+					{"a sequence of letters", url.Values{"password": {"abcdefghijklm"}, "password2": {"abcdefghijklm"}}, "sequence"},
+					{"a sequence of digits", url.Values{"password": {"123456789012"}, "password2": {"123456789012"}}, "sequence"},
+					{"a sequence down", url.Values{"password": {"zyxwvutsrqpo"}, "password2": {"zyxwvutsrqpo"}}, "sequence"},
+					{"a common password", url.Values{"password": {"qwertyuiop12"}, "password2": {"qwertyuiop12"}}, "commonest passwords"},
+					{"a common password in capitals", url.Values{"password": {"WINNIETHEPOOH"}, "password2": {"WINNIETHEPOOH"}}, "commonest passwords"},
+					{"a common password with digits", url.Values{"password": {"password1234"}, "password2": {"password1234"}}, "commonest passwords"},
+					{"a common password with symbols around", url.Values{"password": {"!!Sunshine2024!!"}, "password2": {"!!Sunshine2024!!"}}, "commonest passwords"},
 					{"passwords differ", url.Values{"password2": {"correct horse battery!"}}, "two passwords differ"},
 					{"no username", url.Values{"username": {" "}}, "Choose a username"},
 					{"username with a space", url.Values{"username": {"ida berg"}}, "letters, digits and . - _ @ only"},
@@ -172,7 +184,7 @@ func TestSignup(t *testing.T) {
 				for _, tt := range []struct{ field, value, want string }{
 					{"username", "Instructor", "The username Instructor is taken. Choose another one."},
 					{"username", "coach@service.example", "is taken"}, // another account's e-mail, a login too
-					{"email", "COACH@service.example", "An account with this e-mail address exists already"},
+					{"email", "COACH@service.example", "This e-mail address cannot be used for a new account"},
 				} {
 					v := signupValues(csrf)
 					v.Set(tt.field, tt.value)
@@ -354,5 +366,64 @@ func TestSignupLimited(t *testing.T) {
 	}
 	if _, _, err := f.st.InstructorHome(context.Background(), "ida.b"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("InstructorHome(ida.b) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestSignupMemberEmailFree: Go members never sign in with a password, so their e-mail
+// addresses cannot collide with an instructor's sign-in and are no reason to refuse a new
+// account: the form confirms nothing about who is a member (issue 25: a member's e-mail
+// answered 409 "An account with this e-mail address exists already"). An instructor's
+// e-mail is refused in words that name no kind of account.
+func TestSignupMemberEmailFree(t *testing.T) {
+	for _, d := range databases {
+		t.Run(d.name, func(t *testing.T) {
+			db, _, _ := d.open(t)
+			f := newFixtureOn(t, "http://localhost:8080", db, nil)
+			signedIn(t, f) // the Go member Kari, kari@example.com
+			ola := goPayload()
+			ola.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Ola", Lastname: "Nordmann", Email: "ola@example.com"}
+			if res := newBrowser(t, f.h).login(f.link(t, ola, "go")); res.Header.Get("Location") != "/go" {
+				t.Fatalf("Ola's Go login → %q, want /go", res.Header.Get("Location"))
+			}
+			employee := func(id string) *linkspec.Payload {
+				p := mainPayload()
+				p.EmployeeID, p.EmployeeUsername = id, ""
+				return p
+			}
+
+			b, _, csrf := firstSight(t, f, employee("emp-m1"))
+			v := signupValues(csrf)
+			v.Set("username", "kari.coach")
+			v.Set("email", "Kari@Example.com")
+			if res, page := b.post("/app/signup", v); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app" {
+				t.Fatalf("signup with a member's e-mail = %d → %q, want 303 → /app:\n%s", res.StatusCode, res.Header.Get("Location"), page)
+			}
+
+			b, _, csrf = firstSight(t, f, employee("emp-m2"))
+			v = signupValues(csrf)
+			v.Set("username", "ola@example.com")
+			v.Set("email", "")
+			if res, page := b.post("/app/signup", v); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app" {
+				t.Fatalf("signup with a member's e-mail as username = %d → %q, want 303 → /app:\n%s", res.StatusCode, res.Header.Get("Location"), page)
+			}
+
+			// The new instructor signs in with the address the member has too.
+			in := newBrowser(t, f.h)
+			_, page := in.get("/app/signin")
+			if res, _ := in.post("/app/signin", url.Values{"login": {"kari@example.com"}, "password": {"correct horse battery"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}}); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app" {
+				t.Errorf("sign-in by the shared e-mail = %d → %q, want 303 → /app", res.StatusCode, res.Header.Get("Location"))
+			}
+
+			// An instructor's e-mail is still refused, without saying whose it is.
+			b, _, csrf = firstSight(t, f, employee("emp-m3"))
+			v = signupValues(csrf)
+			v.Set("username", "third.one")
+			v.Set("email", "KARI@example.com")
+			res, page := b.post("/app/signup", v)
+			const want = "This e-mail address cannot be used for a new account: if it is yours, sign in with it above; otherwise give another address, or none."
+			if res.StatusCode != http.StatusConflict || !strings.Contains(page, want) || strings.Contains(page, "exists") || strings.Contains(page, "member") {
+				t.Errorf("signup with an instructor's e-mail = %d, want 409 saying only %q:\n%s", res.StatusCode, want, page)
+			}
+		})
 	}
 }

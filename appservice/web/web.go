@@ -48,12 +48,14 @@ type Config struct {
 
 // Handler serves the app service.
 type Handler struct {
-	cfg     Config
-	public  *url.URL
-	csrfKey []byte
-	mux     *http.ServeMux
-	log     *slog.Logger
-	signIns *signInGuard
+	cfg    Config
+	public *url.URL
+	// publicOrigin is the public URL's origin as originOf spells it.
+	publicOrigin string
+	csrfKey      []byte
+	mux          *http.ServeMux
+	log          *slog.Logger
+	signIns      *signInGuard
 }
 
 // New checks cfg and returns the handler.
@@ -72,6 +74,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	u, err := url.Parse(strings.TrimSuffix(cfg.PublicURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("public url must be an absolute http or https URL without query")
+	}
+	publicOrigin, ok := originOf(u.Scheme, u.Host)
+	if !ok {
 		return nil, errors.New("public url must be an absolute http or https URL without query")
 	}
 	if cfg.HeaderPrefix == "" {
@@ -97,7 +103,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	m := hmac.New(sha256.New, cfg.AppSecret)
 	m.Write([]byte("partnergate-csrf-key-v1"))
-	h := &Handler{cfg: cfg, public: u, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
+	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
 		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now)}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)

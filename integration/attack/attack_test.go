@@ -95,6 +95,7 @@ const (
 	codeTokenDuplicated    = "token_duplicated"
 	codeTokenInQuery       = "token_in_query"
 	codeTokenReplayed      = "token_replayed"
+	codeOriginNotAllowed   = "origin_not_allowed"
 	statusAccepted         = http.StatusOK
 	maxBodySize            = 16 << 10
 	defaultLeeway          = 30 * time.Second
@@ -1108,7 +1109,67 @@ func catalogue() []attackCase {
 			})
 		}
 	}
+	cs = append(cs, loginCSRF()...)
 	return append(cs, onPayloadPage(cs)...)
+}
+
+// loginCSRF is issue 25's login CSRF through /payload: someone lifts their own unspent
+// token from the partner's form and makes a victim's browser post it from another page,
+// which signs the victim in as them. acme lists its pages (origins); a form from any other
+// origin, as a browser names it in Origin, is refused before the token is read, and the
+// token stays unspent. beta lists none, and /url is not a form: both are as before.
+func loginCSRF() []attackCase {
+	from := func(origins ...string) func(*testing.T, *env) request {
+		return func(t *testing.T, e *env) request {
+			return request{token: e.token(t, "acme-es", nil), header: http.Header{"Origin": origins}}
+		}
+	}
+	refused := func(name string, origins ...string) attackCase {
+		return attackCase{name: "login csrf/" + name, endpoint: "payload", build: from(origins...),
+			status: http.StatusForbidden, code: codeOriginNotAllowed, check: htmlFramedBy(acmeFormOrigin + " http://localhost:8081")}
+	}
+	return []attackCase{
+		refused("form from another site", "http://evil.example"),
+		refused("form from a page without origin (null)", "null"),
+		refused("listed host, http instead of https", "http://ehr.acme.example"),
+		refused("listed host, another port", "https://ehr.acme.example:8443"),
+		refused("listed host, a subdomain", "https://evil.ehr.acme.example"),
+		refused("listed origin not as browsers write it", "HTTPS://EHR.ACME.EXAMPLE"),
+		refused("a listed and a foreign Origin", acmeFormOrigin, "http://evil.example"),
+		{name: "login csrf/form from the partner's page", endpoint: "payload", build: from(acmeFormOrigin), status: statusAccepted},
+		{name: "login csrf/no Origin (not a browser)", endpoint: "payload", build: from(), status: statusAccepted},
+		{
+			name: "login csrf/refused token still works from the partner's page", endpoint: "payload",
+			build: func(t *testing.T, e *env) request {
+				tok := e.token(t, "acme-es", nil)
+				res := e.send(t, attackCase{endpoint: "payload"}, request{token: tok, header: http.Header{"Origin": {"http://evil.example"}}})
+				if res.status != http.StatusForbidden {
+					t.Fatalf("the form from another site: status %d, want 403", res.status)
+				}
+				return request{token: tok, header: http.Header{"Origin": {acmeFormOrigin}}}
+			},
+			status: statusAccepted,
+		},
+		{name: "login csrf/url is no form", build: from("http://evil.example"), status: statusAccepted},
+		{
+			name: "login csrf/partner without origins", partner: "beta", endpoint: "payload",
+			build: func(t *testing.T, e *env) request {
+				return request{token: e.token(t, "beta-es", nil), header: http.Header{"Origin": {"http://evil.example"}}}
+			},
+			status: statusAccepted,
+		},
+	}
+}
+
+// htmlFramedBy asserts an inert refusal page that only the pages of sources may frame.
+func htmlFramedBy(sources string) func(*testing.T, *env, *response) {
+	return func(t *testing.T, e *env, res *response) {
+		t.Helper()
+		htmlInert(t, e, res)
+		if csp := res.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors "+sources) {
+			t.Errorf("Content-Security-Policy = %q, want frame-ancestors %s", csp, sources)
+		}
+	}
 }
 
 // payloadCategories are the catalogue's token-level categories: the same attacks sent to

@@ -83,6 +83,7 @@ http://127.0.0.1:{{.Port}} {
 				issuer     https://acme.example
 				audience   svc-link
 				algorithms RS256 PS256 ES256
+				origins    {{.Vars.acme_origin}} http://localhost:8081
 			}
 			partner beta {
 				jwks_file  {{.Vars.beta}}
@@ -97,6 +98,9 @@ http://127.0.0.1:{{.Port}} {
 	}
 }
 `
+
+// acmeFormOrigin is the page acme's forms come from (its origins; beta has none).
+const acmeFormOrigin = "https://ehr.acme.example"
 
 // upstreamSecret is the secret the gateway signs its assertion with (X-Partner-Assertion);
 // the catalogue verifies it on every forwarded request as the app service would.
@@ -151,7 +155,7 @@ func startEnv(tb testing.TB) *env {
 	e.attackerCert = selfSigned(tb, e.attacker.rsa)
 
 	dir := tb.TempDir()
-	vars := map[string]string{"read_body": readBodyTimeout, "secret": upstreamSecret}
+	vars := map[string]string{"read_body": readBodyTimeout, "secret": upstreamSecret, "acme_origin": acmeFormOrigin}
 	for _, p := range []string{"acme", "beta"} {
 		var ks []*harness.Key
 		for _, l := range slices.Sorted(maps.Keys(e.keys)) {

@@ -55,7 +55,7 @@ func TestMetricsLabelsBounded(t *testing.T) {
 			codeNonceInvalid, codePayloadInvalid, "kind_not_allowed", codePartnerUnknown, codeNotFound,
 			codeMethodNotAllowed, codeUnsupportedMedia, codeBodyTooLarge, codeBodyUnreadable, codeTokenMissing,
 			codeTokenDuplicated, codeTokenInQuery, codeTokenReplayed, "token_before_store_start", "nonce_store_unavailable",
-			"nonce_store_full", "internal_error",
+			"nonce_store_full", "internal_error", codeOriginNotAllowed,
 			// What the upstream made of a forwarded link (plugins/jwtpartner/upstream.go).
 			"upstream_unavailable", "upstream_error", "upstream_rejected", "client_closed"),
 		"result": set("ok", "error"),

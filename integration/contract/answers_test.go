@@ -175,6 +175,8 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 	// A partner whose upstream is down (nothing listens there): upstream_unavailable.
 	fmt.Fprintf(&routes, "\troute /partner/upstreamdown/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy 127.0.0.1:%d\n\t}\n",
 		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+linktokentest.Issuer, "audience upstreamdown"), harness.FreePort(t))
+	// A partner that registered the origins of its form pages: origin_not_allowed.
+	route("formsonly", []string{"jwks_file " + jwks, "issuer " + linktokentest.Issuer, "audience formsonly", "origins https://ehr.partner.example"})
 	// Every other path under /partner/ reaches a handler without such a partner (Caddy
 	// tries the longer path matchers first).
 	fmt.Fprintf(&routes, "\troute /partner/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy %s\n\t}\n",
@@ -245,6 +247,7 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 		{"payload, key set not loaded", "/partner/keysdown/payload", "application/x-www-form-urlencoded", form(keysDownToken()), nil, 503, "keys_unavailable"},
 		{"url, upstream down", "/partner/upstreamdown/url", "text/plain", upstreamDownToken("url"), nil, 502, "upstream_unavailable"},
 		{"payload, upstream down", "/partner/upstreamdown/payload", "application/x-www-form-urlencoded", form(upstreamDownToken("payload")), nil, 502, "upstream_unavailable"},
+		{"payload, form from another site", "/partner/formsonly/payload", "application/x-www-form-urlencoded", form(valid), http.Header{"Origin": {"http://evil.example"}}, 403, "origin_not_allowed"},
 		{"url, first use", "/partner/" + plain + "/url", "text/plain", valid, nil, 200, ""},
 		{"url, replayed", "/partner/" + plain + "/url", "text/plain", valid, nil, 409, "token_replayed"},
 		{"payload, replayed", "/partner/" + plain + "/payload", "application/x-www-form-urlencoded", form(valid), nil, 409, "token_replayed"},

@@ -65,6 +65,7 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 	req.Header.Set("Content-Type", "text/plain")
 	req.Header.Set("Authorization", "Bearer secret-authorization-value")
 	req.Header.Set("Cookie", "session=secret-cookie-value")
+	req.Header.Set("X-CSRF-Token", "secret-csrf-token-value")
 	r := harness.Do(t, req)
 	var answer struct {
 		Code      string `json:"code"`
@@ -117,6 +118,10 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 			t.Errorf("the access log line keeps the %s header: %v", h, headers[h])
 		}
 	}
+	// Issue 25: the page's CSRF token is redacted, as the query is.
+	if got := headers["X-Csrf-Token"]; got != "REDACTED" {
+		t.Errorf("the access log line's X-Csrf-Token = %v, want REDACTED", got)
+	}
 }
 
 // get fetches url and checks its status.
@@ -146,7 +151,7 @@ func accessLine(t *testing.T, file, want string) map[string]any {
 		data, _ := os.ReadFile(file)
 		for l := range strings.SplitSeq(string(data), "\n") {
 			if strings.Contains(l, want) {
-				if strings.Contains(l, "secret-authorization-value") || strings.Contains(l, "secret-cookie-value") {
+				if strings.Contains(l, "secret-authorization-value") || strings.Contains(l, "secret-cookie-value") || strings.Contains(l, "secret-csrf-token-value") {
 					t.Errorf("the access log line carries a credential: %s", l)
 				}
 				var line map[string]any

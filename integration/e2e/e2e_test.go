@@ -48,12 +48,22 @@ type stack struct {
 	n       int
 }
 
+// startStack starts the stack; the partner's site is the demo partner's one origin, so
+// every form of these tests passes the gateway's origins check as a real browser names it.
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	s := &stack{}
+	s.partner = httptest.NewServer(s.servePages())
+	t.Cleanup(s.partner.Close)
 	st := appstack.Start(t, appstack.Config{Issuer: issuer, Audience: audience, KeyID: "e2e-1", Password: password,
-		FrameAncestors: "'self' http://127.0.0.1:*"})
-	s := &stack{gateway: st.Gateway, app: st.App, appLogs: st.AppLogs, key: st.Key}
-	s.partner = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		FrameAncestors: "'self' http://127.0.0.1:*", Origins: []string{s.partner.URL}})
+	s.gateway, s.app, s.appLogs, s.key = st.Gateway, st.App, st.AppLogs, st.Key
+	return s
+}
+
+// servePages serves the pages stored under their paths.
+func (s *stack) servePages() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := s.pages.Load(r.URL.Path)
 		if !ok {
 			http.NotFound(w, r)
@@ -61,9 +71,7 @@ func startStack(t *testing.T) *stack {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(page.([]byte))
-	}))
-	t.Cleanup(s.partner.Close)
-	return s
+	})
 }
 
 var partnerPage = template.Must(template.New("partner").Parse(`<!doctype html>
@@ -82,7 +90,13 @@ var partnerPage = template.Must(template.New("partner").Parse(`<!doctype html>
 // gateway's /payload endpoint, in the page itself or into an iframe. It returns the URL.
 func (s *stack) partnerForm(t *testing.T, payload map[string]any, frame bool) string {
 	t.Helper()
-	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: payload})
+	return s.formPage(t, s.partner, s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: payload}), frame)
+}
+
+// formPage serves, on site, a page whose form posts tok to the gateway's /payload, and
+// returns its URL; site's handler must be servePages.
+func (s *stack) formPage(t *testing.T, site *httptest.Server, tok string, frame bool) string {
+	t.Helper()
 	var b bytes.Buffer
 	if err := partnerPage.Execute(&b, map[string]any{"Action": s.gateway.URL + "/partner/demo/payload", "Token": tok, "Frame": frame}); err != nil {
 		t.Fatal(err)
@@ -90,7 +104,7 @@ func (s *stack) partnerForm(t *testing.T, payload map[string]any, frame bool) st
 	s.n++
 	path := fmt.Sprintf("/page/%d", s.n)
 	s.pages.Store(path, b.Bytes())
-	return s.partner.URL + path
+	return site.URL + path
 }
 
 // linkURL sends a token to /url as a partner's back end would and returns the login URL.
@@ -342,5 +356,38 @@ func TestDirectRequestRefused(t *testing.T) {
 		if res.StatusCode != http.StatusForbidden || p.Code != "gateway_assertion_invalid" || bytes.Contains(res.Body, []byte("/app/login")) {
 			t.Errorf("direct request with assertion %q = %d %s, want 403 gateway_assertion_invalid", assertion, res.StatusCode, res.Body)
 		}
+	}
+}
+
+// TestLoginCSRFFormFromAnotherSite: issue 25's login CSRF through /payload, in a real
+// browser. Someone copies the unspent token of their own Go link from the partner's form
+// into a page of theirs; a victim who opens it must not end up signed in as them. The
+// gateway lists the partner's site (its origins), so the browser's Origin names the other
+// site and the form is refused with origin_not_allowed; the victim's browser holds no
+// session, and the token, not spent, still opens the link from the partner's page.
+func TestLoginCSRFFormFromAnotherSite(t *testing.T) {
+	s := startStack(t)
+	evil := httptest.NewServer(s.servePages())
+	t.Cleanup(evil.Close)
+	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: harness.GoPayload()})
+
+	victim := newBrowser(t)
+	step(t, victim, "open the other site's page", chromedp.Navigate(s.formPage(t, evil, tok, false)))
+	step(t, victim, "submit its form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("code")))
+	if got := text(t, victim, "code"); got != "origin_not_allowed" {
+		t.Errorf("form from another site: error code = %q, want origin_not_allowed", got)
+	}
+	if title, _ := chromedp.Run(victim, chromedp.Title()); title != "Form from a site the partner did not register" {
+		t.Errorf("refusal page title = %q", title)
+	}
+	screenshot(t, victim, "login-csrf-refused")
+	step(t, victim, "Go page after the refusal", chromedp.Navigate(s.gateway.URL+"/go"), chromedp.WaitVisible(chromedp.ID("session-ended")))
+
+	// The token's owner, from the partner's page: its nonce was not spent.
+	owner := newBrowser(t)
+	step(t, owner, "open the partner's page", chromedp.Navigate(s.formPage(t, s.partner, tok, false)))
+	step(t, owner, "submit the same token", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("member")))
+	if got := text(t, owner, "member"); got != "Jürgen Müller-Łukasz" {
+		t.Errorf("Go page member = %q, want %q", got, "Jürgen Müller-Łukasz")
 	}
 }

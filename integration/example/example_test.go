@@ -160,6 +160,39 @@ func TestExampleLogsNoQuery(t *testing.T) {
 	}
 }
 
+// TestExampleLogsNoCSRFToken: issue 25. The page's X-CSRF-Token header, which every
+// state-changing API call carries, reaches neither the access log nor the error log: it is
+// redacted as the query is, so a line still shows that one was sent.
+func TestExampleLogsNoCSRFToken(t *testing.T) {
+	e := startExample(t)
+	e.up.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/app/broken" {
+			panic(http.ErrAbortHandler) // the connection drops: caddy logs a 502 error line
+		}
+		io.WriteString(w, "ok")
+	})
+	for _, path := range []string{"/app/api/session/case", "/app/broken"} {
+		req, err := http.NewRequest(http.MethodPut, e.URL+path, strings.NewReader(`{"caseId":"c-1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = e.host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-CSRF-Token", "secret-csrf-token-"+path)
+		harness.Do(t, req)
+	}
+	e.get(t, "/app/last-request", nil)
+	logs := e.waitForLog(t, `"uri":"/app/last-request"`)
+	if strings.Contains(logs, "secret-csrf-token") {
+		t.Errorf("caddy's output carries an X-CSRF-Token:\n%s", logs)
+	}
+	for _, want := range []string{`"uri":"/app/api/session/case"`, `"logger":"http.log.error`, `"X-Csrf-Token":"REDACTED"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("caddy's output has no %s:\n%s", want, logs)
+		}
+	}
+}
+
 // TestExampleUnknownHost: probe finding 10. A partner configured with the gateway's
 // address under another name (here 127.0.0.1:port) gets a 421 that names the right host,
 // not an empty 200 it would read as success.

@@ -263,12 +263,25 @@ func inOrder(s string, parts []string) bool {
 
 // TestExampleFormPagesSubmitInABrowser: each example's form page, served by the partner's
 // web server and opened in a real browser, posts itself to /payload and the browser shows
-// what the app service answered.
+// what the app service answered. The gateway lists the site among the partners' origins,
+// so the page must let the browser name it in Origin (issue 25).
 func TestExampleFormPagesSubmitInABrowser(t *testing.T) {
 	keys := opensslKeys(t)
+	var page sync.Map // path → the form page
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := page.Load(r.URL.Path)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, p)
+	}))
+	defer site.Close()
 	var partners []string
 	for _, lang := range langs {
-		partners = append(partners, ownPartner(lang, "jwks_file "+publishKey(t, lang, keys, "ES256", lang+"-2026")))
+		partners = append(partners, ownPartner(lang, "jwks_file "+publishKey(t, lang, keys, "ES256", lang+"-2026"), "origins "+site.URL))
 	}
 	c, up := startGateway(t, partners...)
 	bctx := browser.New(t)
@@ -278,15 +291,10 @@ func TestExampleFormPagesSubmitInABrowser(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("link form = %d:\n%s", r.code, r.stderr)
 			}
-			site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "text/html; charset=utf-8")
-				w.Header().Set("Cache-Control", "no-store")
-				fmt.Fprint(w, r.stdout)
-			}))
-			defer site.Close()
+			page.Store("/link-"+lang, r.stdout)
 			ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 			defer cancel()
-			if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/link"), chromedp.WaitVisible(chromedp.ID("signed-in"))); err != nil {
+			if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/link-"+lang), chromedp.WaitVisible(chromedp.ID("signed-in"))); err != nil {
 				t.Fatalf("the browser did not reach the app service's page: %v", err)
 			}
 			if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != c.URL+"/partner/"+lang+"/payload" {

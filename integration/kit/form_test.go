@@ -16,15 +16,18 @@ import (
 
 // TestFormPageSubmitsInABrowser: the page `partnerlink send --form` writes, served by the
 // partner's web server and opened in a real browser, posts itself to /payload, and the
-// browser shows what the app service answered.
+// browser shows what the app service answered. The gateway lists the site among the
+// partner's origins, so the page must let the browser name it in Origin (issue 25: a
+// referrer policy of no-referrer makes that "null").
 func TestFormPageSubmitsInABrowser(t *testing.T) {
 	dir := keygen(t, "ES256", "form-1")
-	c, up := startGateway(t, partner("acme", "jwks_file "+filepath.Join(dir, "jwks.json")))
-	page := filepath.Join(t.TempDir(), "link.html")
+	pages := t.TempDir()
+	partnerSite := httptest.NewServer(http.FileServer(http.Dir(pages)))
+	defer partnerSite.Close()
+	c, up := startGateway(t, partner("acme", "jwks_file "+filepath.Join(dir, "jwks.json"), "origins "+partnerSite.URL))
+	page := filepath.Join(pages, "link.html")
 	mustPartnerlink(t, append([]string{"send", "--gateway", c.URL, "--partner", "acme", "--form", page,
 		"--key", filepath.Join(dir, "private.pem"), "--iss", issuer, "--aud", audience}, mainFields...)...)
-	partnerSite := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(page))))
-	defer partnerSite.Close()
 
 	bctx := browser.New(t)
 	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)

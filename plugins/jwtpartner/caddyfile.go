@@ -45,6 +45,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			leeway           <duration>|0
 //			nonce_min_length <n>
 //			nonce_max_length <n>
+//			origins          <origin|null...>
 //			dry_run          [<events>/<window>]
 //		}
 //		leeway          <duration>|0
@@ -64,9 +65,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // jwks_file and jwks_url; jwks_ca_file only with jwks_url. A jwks_file and a jwks_ca_file
 // are read at provisioning, not here: caddy validate reports one that does not load with
 // the partner and the path. Durations are positive, except that leeway 0 asks for no
-// leeway at all (JSON -1: a zero there is the default). dry_run, for test environments
-// only, turns on the partner's POST /partner/<name>/check (DryRun), 10/1m unless a rate is
-// given.
+// leeway at all (JSON -1: a zero there is the default). origins lists the origins of the
+// partner's pages whose forms post to /payload, as browsers send them (Origins). dry_run,
+// for test environments only, turns on the partner's POST /partner/<name>/check (DryRun),
+// 10/1m unless a rate is given.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
@@ -263,6 +265,12 @@ func unmarshalPartner(d *caddyfile.Dispenser, name string) (*Partner, error) {
 			err = intArg(d, &p.NonceMinLength)
 		case "nonce_max_length":
 			err = intArg(d, &p.NonceMaxLength)
+		case "origins":
+			p.Origins = d.RemainingArgs()
+			if len(p.Origins) == 0 {
+				return nil, d.ArgErr()
+			}
+			rule = checkOrigins(p.Origins)
 		case "dry_run":
 			p.DryRun, err = unmarshalDryRun(d, name)
 		default:

@@ -43,6 +43,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					leeway 10s
 					nonce_min_length 20
 					nonce_max_length 100
+					origins https://ehr.acme.example http://localhost:8081 null
 				}
 				leeway 15s
 				max_lifetime 4m
@@ -53,7 +54,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				upstream_secret {env.SECRET}
 				errors handle_errors
 			}`,
-			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","jwks_ca_file":"/etc/partnergate/acme-ca.pem","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","field_headers":["contact.id","caseId"],"upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
+			want: `{"partners":{"acme":{"issuer":"https://acme.example","audience":"svc-link","algorithms":["RS256","ES256"],"jwks_url":"https://acme.example/.well-known/jwks.json","jwks_ca_file":"/etc/partnergate/acme-ca.pem","refresh_min":120000000000,"refresh_max":7200000000000,"refresh_cooldown":10000000000,"max_stale":43200000000000,"kinds":["main"],"max_lifetime":120000000000,"leeway":10000000000,"nonce_min_length":20,"nonce_max_length":100,"origins":["https://ehr.acme.example","http://localhost:8081","null"]}},"leeway":15000000000,"max_lifetime":240000000000,"max_body_size":8192,"read_timeout":5000000000,"header_prefix":"X-Link-","field_headers":["contact.id","caseId"],"upstream_secret":"{env.SECRET}","errors":"handle_errors"}`,
 		},
 		{
 			name:  "field_headers all",
@@ -108,6 +109,12 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "zero refresh_min", input: "jwt_partner {\npartner demo {\nrefresh_min 0\n}\n}", err: `refresh_min "0": want a positive duration`},
 		{name: "lifetime over 5m", input: "jwt_partner {\n" + partner + "\nmax_lifetime 6m\n}", err: "max_lifetime: at most 5m0s"},
 		{name: "partner lifetime over 5m", input: "jwt_partner {\npartner demo {\nmax_lifetime 10m\n}\n}", err: "max_lifetime: at most 5m0s"},
+		{name: "origins without value", input: "jwt_partner {\npartner demo {\norigins\n}\n}", err: "wrong argument count"},
+		{name: "origins twice", input: "jwt_partner {\npartner demo {\norigins https://a.example\norigins https://b.example\n}\n}", err: "partner demo: origins given more than once"},
+		{name: "origin with a path", input: "jwt_partner {\npartner demo {\norigins https://ehr.acme.example/links\n}\n}", err: `partner demo: origins "https://ehr.acme.example/links": an origin has no user, path, query or fragment`},
+		{name: "origin not as sent", input: "jwt_partner {\npartner demo {\norigins https://EHR.acme.example:443\n}\n}", err: `partner demo: origins "https://EHR.acme.example:443": write the origin as a browser sends it in the Origin header: https://ehr.acme.example, at Testfile:3`},
+		{name: "origin wildcard", input: "jwt_partner {\npartner demo {\norigins https://*.acme.example\n}\n}", err: `origins "https://*.acme.example": no wildcards`},
+		{name: "origin of another scheme", input: "jwt_partner {\npartner demo {\norigins ftp://acme.example\n}\n}", err: `origins "ftp://acme.example": want scheme://host`},
 		{name: "bad nonce length", input: "jwt_partner {\npartner demo {\nnonce_min_length x\n}\n}", err: `nonce_min_length "x"`},
 		{name: "bad read timeout", input: "jwt_partner {\n" + partner + "\nread_timeout 0s\n}", err: `read_timeout "0s"`},
 		{name: "bad body size", input: "jwt_partner {\n" + partner + "\nmax_body_size lots\n}", err: `max_body_size "lots": want a size above 0 bytes, such as 8KiB or 8192`},
@@ -169,6 +176,7 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_url https://x/j\nalgorithms RS256\nkinds go\n}\nleeway 1s\nmax_body_size 1KiB\n}",
 		"jwt_partner {\npartner demo {\n}\n}",
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\ndry_run 5/30s\n}\n}",
+		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\norigins https://ehr.a.example http://[::1]:8081 null\n}\n}",
 		"jwt_partner {\nnonce_store memory {\nmax_entries 10\n}\n}",
 		"jwt_partner {\npartner demo {\nissuer a\naudience b\njwks_file testdata/jwks.json\n}\nfield_headers contact.id caseId\nfield_headers employeeId\n}",
 		"jwt_partner",

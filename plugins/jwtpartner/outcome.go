@@ -14,8 +14,8 @@ import (
 const outcomeAccepted = "accepted"
 
 // levelOf is the log level of a request's outcome: debug for an accepted link and a
-// client's bad token, info for a replay or a token the replay store cannot vouch for
-// (security signals), warn for an upstream that answered a 4xx or a 5xx of its own (the
+// client's bad token, info for a replay, a token the replay store cannot vouch for and a
+// form from a page not on the partner's origins (security signals), warn for an upstream that answered a 4xx or a 5xx of its own (the
 // app service logs its side), error for a dependency of the gateway that failed (key set,
 // nonce store, the upstream unreachable) or a bug, since only an operator can fix those.
 func levelOf(rq *request, rej *rejection) zapcore.Level {
@@ -29,7 +29,7 @@ func levelOf(rq *request, rej *rejection) zapcore.Level {
 		return zapcore.ErrorLevel
 	case outcomeUpstreamError, outcomeUpstreamRejected:
 		return zapcore.WarnLevel
-	case problem.CodeTokenReplayed, problem.CodeTokenBeforeStoreStart:
+	case problem.CodeTokenReplayed, problem.CodeTokenBeforeStoreStart, problem.CodeOriginNotAllowed:
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel

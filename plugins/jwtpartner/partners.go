@@ -20,6 +20,7 @@ type partnerState struct {
 	verifier *linktoken.Verifier
 	keys     linktoken.KeySource
 	dryRun   *rate.Limiter // the dry run's bucket; nil when the dry run is off
+	origins  originSet     // the pages /payload forms may come from
 
 	// unknownKids and cooldown pace the log line of a burst of key_unknown answers.
 	unknownKids *unknownKids
@@ -43,7 +44,8 @@ func (h *Handler) provisionPartner(ctx caddy.Context, name string, p *Partner) (
 		return nil, err
 	}
 	ps := &partnerState{name: name, verifier: v, keys: keys, unknownKids: new(unknownKids),
-		cooldown: firstDuration(p.RefreshCooldown, caddy.Duration(linktoken.DefaultCooldown))}
+		cooldown: firstDuration(p.RefreshCooldown, caddy.Duration(linktoken.DefaultCooldown)),
+		origins:  newOriginSet(p.Origins)}
 	if p.DryRun != nil {
 		ps.dryRun = p.DryRun.limiter()
 		h.warnDryRun(name)
@@ -101,6 +103,9 @@ func (p *Partner) check() error {
 	}
 	if err := checkLeeway(p.Leeway); err != nil {
 		return fmt.Errorf("leeway %s: %v", time.Duration(p.Leeway), err)
+	}
+	if err := checkOrigins(p.Origins); err != nil {
+		return err
 	}
 	if p.DryRun != nil {
 		if err := p.DryRun.check(); err != nil {

@@ -62,6 +62,9 @@ func TestProvisionAndValidateRefuseBadJSON(t *testing.T) {
 		{"leeway over 5m", func(h *Handler) { h.Leeway = caddy.Duration(6 * time.Minute) }, "leeway 6m0s: at most 5m0s"},
 		{"partner leeway over 5m", func(h *Handler) { h.Partners["demo"].Leeway = caddy.Duration(time.Hour) }, "partner demo: leeway 1h0m0s: at most 5m0s"},
 		{"bad kind", func(h *Handler) { h.Partners["demo"].Kinds = []string{"web"} }, `partner demo: kind "web": want main or go`},
+		{"origin with a path", func(h *Handler) { h.Partners["demo"].Origins = []string{"https://ehr.acme.example/x"} }, `partner demo: origins "https://ehr.acme.example/x": an origin has no user, path, query or fragment`},
+		{"origin not as sent", func(h *Handler) { h.Partners["demo"].Origins = []string{"https://ehr.acme.example:443"} }, `partner demo: origins "https://ehr.acme.example:443": write the origin as a browser sends it in the Origin header: https://ehr.acme.example`},
+		{"origin wildcard", func(h *Handler) { h.Partners["demo"].Origins = []string{"https://*.acme.example"} }, `partner demo: origins "https://*.acme.example": no wildcards`},
 		{"bad partner name", func(h *Handler) { h.Partners["Demo!"] = &Partner{Issuer: "i", Audience: "b", JWKSFile: jwks} }, `partner name "Demo!"`},
 		// Probe finding 7: a token would be accepted once at each partner of the pair.
 		{"shared issuer and audience", func(h *Handler) { h.Partners["other"] = good() }, `partners demo and other have the same issuer "i" and audience "a"`},
@@ -181,6 +184,7 @@ func TestPartnerRulesAgree(t *testing.T) {
 		{"missing audience", "issuer i\njwks_file " + jwks, Partner{Issuer: "i", JWKSFile: jwks}},
 		{"missing keys", "issuer i\naudience a", Partner{Issuer: "i", Audience: "a"}},
 		{"both key sources", "issuer i\naudience a\njwks_file " + jwks + "\njwks_url https://x.example/j", Partner{Issuer: "i", Audience: "a", JWKSFile: jwks, JWKSURL: "https://x.example/j"}},
+		{"origin not as sent", "issuer i\naudience a\njwks_file " + jwks + "\norigins https://ehr.acme.example null HTTP://localhost:8081", Partner{Issuer: "i", Audience: "a", JWKSFile: jwks, Origins: []string{"https://ehr.acme.example", "null", "HTTP://localhost:8081"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,9 +71,13 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 		}
 		return caddyhttp.Error(p.Status, fmt.Errorf("partner link rejected: %s", rej.code))
 	}
-	write := problem.WriteJSON
 	if rq.endpoint == endpointPayload {
-		write = problem.WritePage
+		// Framed only by the pages the partner's forms may come from, if any.
+		var ancestors []string
+		if rq.ps != nil {
+			ancestors = rq.ps.origins.ancestors
+		}
+		return problem.WriteFramedPage(w, p, ancestors)
 	}
-	return write(w, p)
+	return problem.WriteJSON(w, p)
 }

@@ -117,6 +117,13 @@ func (h *Handler) handle(r *http.Request, rq *request) *rejection {
 	if r.Method != http.MethodPost {
 		return reject(problem.CodeMethodNotAllowed, "partner links are sent with POST")
 	}
+	// Before the body is read: a form from another site's page is refused whatever its
+	// token, which stays unspent (origins.go).
+	if endpoint == endpointPayload {
+		if rej := ps.origins.checkOrigin(r); rej != nil {
+			return rej
+		}
+	}
 
 	var body *bytes.Buffer
 	defer func() { releaseBody(body) }()

@@ -16,6 +16,7 @@ export const ACTIONS = {
     "key_unknown", "signature_invalid", "claims_invalid", "time_in_milliseconds", "issuer_invalid",
     "audience_invalid", "lifetime_too_long", "nonce_missing", "nonce_invalid",
     "kind_not_allowed",
+    "origin_not_allowed", // a /payload form from a page the service has not registered (a browser sees it)
     "token_not_yet_valid", "token_expired", // our clock is off: synchronise it (NTP)
   ],
   // This token cannot be used, a new one can: mint a fresh token and send it once more.
@@ -115,7 +116,9 @@ const escapeHTML = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // formPage returns the page that POSTs a fresh token to /payload as soon as it loads, for a
 // browser (tab, iframe, web control) that should show the result itself. Serve it with
-// Cache-Control: no-store, one page per click: its token works once, for 60 seconds.
+// Cache-Control: no-store, one page per click: its token works once, for 60 seconds. Its
+// referrer policy, strict-origin, sends the gateway your site's origin and no path: the
+// gateway refuses a form whose Origin is not one of your registered pages.
 export async function formPage(s, gateway, partner, fields) {
   const action = `${gateway}/partner/${encodeURIComponent(partner)}/payload`;
   const token = await mintToken(s, fields);
@@ -123,7 +126,7 @@ export async function formPage(s, gateway, partner, fields) {
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="strict-origin">
 <title>Opening the service</title>
 </head>
 <body>

@@ -23,6 +23,7 @@ ACTIONS = {
         "key_unknown", "signature_invalid", "claims_invalid", "time_in_milliseconds", "issuer_invalid",
         "audience_invalid", "lifetime_too_long", "nonce_missing", "nonce_invalid",
         "kind_not_allowed",
+        "origin_not_allowed",  # a /payload form from a page the service has not registered (a browser sees it)
         "token_not_yet_valid", "token_expired",  # our clock is off: synchronise it (NTP)
     ],
     # This token cannot be used, a new one can: mint a fresh token and send it once more.
@@ -121,7 +122,7 @@ FORM_PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="strict-origin">
 <title>Opening the service</title>
 </head>
 <body>
@@ -138,6 +139,8 @@ FORM_PAGE = """<!doctype html>
 def form_page(signer, gateway, partner, fields):
     """The page that POSTs a fresh token to /payload as soon as it loads, for a browser
     (tab, iframe, web control) that should show the result itself. Serve it with
-    Cache-Control: no-store, one page per click: its token works once, for 60 seconds."""
+    Cache-Control: no-store, one page per click: its token works once, for 60 seconds. Its
+    referrer policy, strict-origin, sends the gateway your site's origin and no path: the
+    gateway refuses a form whose Origin is not one of your registered pages."""
     return FORM_PAGE.format(action=html.escape(_endpoint(gateway, partner, "payload")),
                             token=html.escape(signer.mint(fields)))

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -20,9 +21,10 @@ import (
 // Config is the partner and the service account of a stack.
 type Config struct {
 	Issuer, Audience string
-	KeyID            string // the partner's ES256 key id
-	Password         string // the first instructor's ("instructor", Coach Carter)
-	FrameAncestors   string // the app service's; empty: its default
+	KeyID            string   // the partner's ES256 key id
+	Password         string   // the first instructor's ("instructor", Coach Carter)
+	FrameAncestors   string   // the app service's; empty: its default
+	Origins          []string // the demo partner's origins (its form pages); none: any page
 }
 
 // Stack is a running gateway in front of an app service.
@@ -43,6 +45,10 @@ func Start(t *testing.T, c Config) *Stack {
 	// The app's port is chosen before the gateway that points at it starts, and bound
 	// after it: another test process may take the port in between. Then both start again
 	// on new ports; any other failure is the test's.
+	origins := ""
+	if len(c.Origins) > 0 {
+		origins = "\n\t\t\t\torigins " + strings.Join(c.Origins, " ")
+	}
 	var err error
 	for attempt := 1; ; attempt++ {
 		appPort := harness.FreePort(t)
@@ -56,7 +62,7 @@ http://127.0.0.1:{{.Port}} {
 			partner demo {
 				jwks_file {{.Vars.jwks}}
 				issuer ` + c.Issuer + `
-				audience ` + c.Audience + `
+				audience ` + c.Audience + origins + `
 			}
 			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}
 		}
