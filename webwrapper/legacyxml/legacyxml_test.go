@@ -137,7 +137,7 @@ func TestReadErrorsKeepTheFile(t *testing.T) {
 		{"firstname missing", without("firstname"), "element firstname is missing or empty"},
 		{"customer number missing", without("source_customerno"), "element source_customerno is missing or empty"},
 		{"lastname empty", strings.Replace("<exorinput>"+person+"</exorinput>", "Ørnø-Müller", " ", 1), "element lastname is missing or empty"},
-		{"born not ISO", strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "01.07.1950", 1), "element born must be a date YYYY-MM-dd"},
+		{"born in no format", strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "1950/31/31", 1), "element born must be a date YYYY-MM-dd"},
 		{"firstname too long", strings.Replace("<exorinput>"+person+"</exorinput>", "Åsa", strings.Repeat("a", 300), 1), "element firstname: too long"},
 		{"element twice", "<exorinput>" + person + "<born>1950-07-01</born></exorinput>", "element born appears twice"},
 		{"nested", strings.Replace("<exorinput>"+person+"</exorinput>", "Åsa", "<b>Åsa</b>", 1), "element firstname must hold text only"},
@@ -162,6 +162,16 @@ func TestReadErrorsKeepTheFile(t *testing.T) {
 				t.Fatalf("Read error %q quotes a value", err)
 			}
 		})
+	}
+}
+
+// born is read as dateofbirth: ISO 8601, else in the user's culture.
+func TestReadBornInCulture(t *testing.T) {
+	t.Setenv("LC_ALL", "nb_NO.UTF-8")
+	path := write(t, []byte(strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "01.07.1950", 1)))
+	cmds, _, err := Read(path)
+	if err != nil || len(cmds) == 0 || cmds[0].Args["dateofbirth"] != "1950-07-01" {
+		t.Fatalf("Read(born 01.07.1950 in nb_NO) = %v, %v; want dateofbirth 1950-07-01", cmds, err)
 	}
 }
 
