@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,5 +274,89 @@ func TestPathFallback(t *testing.T) {
 	}
 	if _, err := Path(5); err == nil {
 		t.Fatal("Path accepted a folder of mode 0777")
+	}
+}
+
+// A runtime folder that others may write to is not used: the socket goes to the user's
+// private folder under the temporary folder instead.
+func TestPathRuntimeDirChecked(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	private := filepath.Join(tmp, "svcpipe-"+strconv.Itoa(os.Getuid()), "svcpipe.5")
+	for _, tt := range []struct {
+		name string
+		mode os.FileMode
+		want string // "runtime" = in the runtime folder
+	}{
+		{"0700", 0o700, "runtime"},
+		{"0755", 0o755, "runtime"},
+		{"1777", os.ModeSticky | 0o777, private},
+		{"0770", 0o770, private},
+		{"0702", 0o702, private},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("XDG_RUNTIME_DIR", dir)
+			want := tt.want
+			if want == "runtime" {
+				want = filepath.Join(dir, "svcpipe.5")
+			}
+			if got, err := Path(5); err != nil || got != want {
+				t.Errorf("Path(5) with XDG_RUNTIME_DIR of mode %v = %q, %v; want %q", tt.mode, got, err, want)
+			}
+		})
+	}
+	// A link to a private folder is not the folder: it may be swapped.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", link)
+	if got, _ := Path(5); got != private {
+		t.Errorf("Path(5) with XDG_RUNTIME_DIR a symbolic link = %q, want %q", got, private)
+	}
+}
+
+// A handler's context ends when its client hangs up, so that a command waiting for the
+// sign-in waits exactly as long as its client does.
+func TestHandlerContextEndsWithClient(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	srv, err := Listen(4343)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting, ended := make(chan struct{}), make(chan struct{})
+	go srv.Serve(ctx, func(ctx context.Context, c command.Command) ([]byte, bool, error) {
+		close(waiting)
+		<-ctx.Done()
+		close(ended)
+		return nil, false, ctx.Err()
+	})
+	conn, err := net.Dial("unix", srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMessage(conn, []byte(`{"Method":"getlistofusers"}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	select {
+	case <-ended:
+		t.Fatal("the handler's context ended while the client was still connected")
+	case <-time.After(200 * time.Millisecond):
+	}
+	conn.Close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end when the client hung up")
 	}
 }
