@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,7 @@ const appConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
 const userConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
 <configuration>
     <userSettings>
-        <Svc.Client.WebWrapper.Properties.Settings>
+        <Svc.Properties.Settings>
             <setting name="CheckForUpdates" serializeAs="String">
                 <value>False</value>
             </setting>
@@ -42,7 +43,7 @@ const userConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
             <setting name="Recent" serializeAs="Xml">
                 <value><ArrayOfString><string>x</string></ArrayOfString></value>
             </setting>
-        </Svc.Client.WebWrapper.Properties.Settings>
+        </Svc.Properties.Settings>
         <Other.Settings>
             <setting name="Kept" serializeAs="String"><value>yes</value></setting>
         </Other.Settings>
@@ -283,6 +284,49 @@ func TestUserPath(t *testing.T) {
 	}
 	if !strings.HasSuffix(p, filepath.Join("Vendor", "Product", "user.config")) {
 		t.Errorf("UserPath() = %q", p)
+	}
+	// B-CFG-USER: under %localappdata%\<vendor>\ on Windows.
+	if runtime.GOOS == "windows" {
+		want := filepath.Join(os.Getenv("LOCALAPPDATA"), "Vendor", "Product", "user.config")
+		if os.Getenv("LOCALAPPDATA") == "" || !strings.EqualFold(p, want) {
+			t.Errorf("UserPath() = %q, want %q", p, want)
+		}
+	}
+}
+
+// An installation's .exe.config in the layout Visual Studio writes for the original's
+// settings class: <applicationSettings> and <userSettings> under Svc.Properties.Settings.
+func TestApplicationSettingsLayout(t *testing.T) {
+	app := "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
+<configuration>
+  <configSections>
+    <sectionGroup name="applicationSettings" type="System.Configuration.ApplicationSettingsGroup, System">
+      <section name="Svc.Properties.Settings" type="System.Configuration.ClientSettingsSection, System" requirePermission="false"/>
+    </sectionGroup>
+  </configSections>
+  <applicationSettings>
+    <Svc.Properties.Settings>
+      <setting name="AppUrl" serializeAs="String"><value>https://svc.example/signin/</value></setting>
+      <setting name="ProtocolProvider" serializeAs="String"><value>Svc.Desktop.Arguments.Component, Svc.Desktop</value></setting>
+    </Svc.Properties.Settings>
+    <Other.Properties.Settings>
+      <setting name="Debug" serializeAs="String"><value>True</value></setting>
+    </Other.Properties.Settings>
+  </applicationSettings>
+  <userSettings>
+    <Svc.Properties.Settings>
+      <setting name="MinimizeOnExit" serializeAs="String"><value>False</value></setting>
+    </Svc.Properties.Settings>
+  </userSettings>
+</configuration>`
+	c, _ := load(t, app, "")
+	for name, want := range map[string]string{
+		AppUrl: "https://svc.example/signin/", ProtocolProvider: "Svc.Desktop.Arguments.Component, Svc.Desktop",
+		MinimizeOnExit: "False", Debug: "False",
+	} {
+		if got := c.String(name); got != want {
+			t.Errorf("String(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 
