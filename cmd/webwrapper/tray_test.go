@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/app"
 	"github.com/partnergate/partnergate/webwrapper/engine"
 	"github.com/partnergate/partnergate/webwrapper/engine/enginetest"
@@ -37,7 +38,7 @@ func (l *lockedBuffer) String() string {
 // so, and closing it is quiet: systray v1.12.2 closed its nil DBus connection at Quit,
 // a nil-pointer panic that the tray used to recover from and log.
 func TestTrayWithoutDBus(t *testing.T) {
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+t.TempDir()+"/no-bus")
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+wintest.TempDir(t)+"/no-bus")
 	eng := enginetest.New()
 	if err := eng.Start(context.Background(), engine.Options{URL: "http://app/"}); err != nil {
 		t.Fatal(err)

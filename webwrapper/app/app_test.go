@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/engine"
 	"github.com/partnergate/partnergate/webwrapper/engine/enginetest"
@@ -164,7 +165,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 // close signs the page out and forgets the external user's link, as the original did, so
 // that the next start asks for the password; log answers nothing and turns logging on.
 func TestCloseSignsOut(t *testing.T) {
-	links := signon.Open(filepath.Join(t.TempDir(), signon.FileName))
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
 	logged := make(chan struct{}, 1)
 	a, eng := start(t, Options{Links: links, External: `DOMAIN\asa`, EnableLog: func() { logged <- struct{}{} }})
 	eng.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
@@ -363,7 +364,7 @@ func TestWindowClosed(t *testing.T) {
 }
 
 func TestSignOnLinks(t *testing.T) {
-	links := signon.Open(filepath.Join(t.TempDir(), signon.FileName))
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
 	a, eng := start(t, Options{Links: links, Wait: 50 * time.Millisecond})
 	eng.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
 	if r := <-do(a, command.Command{Name: command.SignOn, Args: map[string]any{"user": `DOMAIN\asa`}}); r.err != nil || r.has {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/personspec"
 )
 
@@ -161,7 +162,7 @@ func TestErrorNeverQuotesValues(t *testing.T) {
 // Arguments protocol does, and left out one it could not read; selectperson then still
 // runs, with a warning that does not quote the value.
 func TestSelectPersonLenient(t *testing.T) {
-	t.Setenv("LC_ALL", "nb_NO.UTF-8")
+	wintest.ShortDate(t, "nb_NO.UTF-8", "dd.MM.yyyy")
 	c, err := New("SelectPerson", pipeArgs(t, `{"userid":"0","customId":"1","firstName":"A","lastName":"B","dateOfBirth":"01.07.1950","gender":"Kvinne"}`), FromPipe)
 	if err != nil || c.Args["dateofbirth"] != "1950-07-01" || c.Args["gender"] != "female" || c.Warnings != nil {
 		t.Fatalf("New = %+v, %v; want dateofbirth 1950-07-01, female, no warnings", c, err)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/internal/wintest"
 )
 
 const appConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
@@ -60,7 +62,7 @@ func write(t *testing.T, path, s string) {
 
 func load(t *testing.T, app, user string) (*Config, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	appPath := AppPath(filepath.Join(dir, "Svc.Client.WebWrapper.exe"))
 	userPath := filepath.Join(dir, "user", "user.config")
 	if app != "" {
@@ -244,7 +246,7 @@ func TestSaveRoundTrip(t *testing.T) {
 }
 
 func TestFirstSaveMakesFolder(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	userPath := filepath.Join(dir, "Vendor", "Product", "user.config")
 	c, err := Load(filepath.Join(dir, "none.config"), userPath)
 	if err != nil {
@@ -270,7 +272,7 @@ func TestEncodings(t *testing.T) {
 }
 
 func TestBrokenFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write(t, filepath.Join(dir, "a.config"), "<configuration><appSettings>")
 	if _, err := Load(filepath.Join(dir, "a.config"), filepath.Join(dir, "user.config")); err == nil {
 		t.Errorf("Load of a broken file = nil error")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/partnergate/partnergate/internal/wintest"
 )
 
 // chromiumPath is Debian's chromium, which the test machine has (scripts/test-deps.sh).
@@ -37,7 +39,7 @@ func start(t *testing.T, o Options, visible bool) (*Chrome, string) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	// Chromium keeps its singleton socket in a folder under TMPDIR, which a browser that is
 	// killed (TestChromeWindowClosed) never removes: keep it in the test's folder.
 	t.Setenv("TMPDIR", dir)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -43,7 +44,7 @@ func fakeHandler(calls *atomic.Int32) Handler {
 // start runs a server for a made-up process id in a fresh runtime folder.
 func start(t *testing.T) (srv *Server, calls *atomic.Int32, done chan error) {
 	t.Helper()
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(424242)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestServerBadConnections(t *testing.T) {
 }
 
 func TestServerStops(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(4242)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestServerStops(t *testing.T) {
 }
 
 func TestStaleSocketReplaced(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	path, _ := Path(77)
 	// A socket nobody listens on, as a killed process leaves it.
 	ln, err := net.Listen("unix", path)
@@ -258,7 +259,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 
 func TestPathFallback(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	tmp := t.TempDir()
+	tmp := wintest.TempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	path, err := Path(5)
 	if err != nil {
@@ -280,7 +281,7 @@ func TestPathFallback(t *testing.T) {
 // A runtime folder that others may write to is not used: the socket goes to the user's
 // private folder under the temporary folder instead.
 func TestPathRuntimeDirChecked(t *testing.T) {
-	tmp := t.TempDir()
+	tmp := wintest.TempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	private := filepath.Join(tmp, "svcpipe-"+strconv.Itoa(os.Getuid()), "svcpipe.5")
 	for _, tt := range []struct {
@@ -295,7 +296,7 @@ func TestPathRuntimeDirChecked(t *testing.T) {
 		{"0702", 0o702, private},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "run")
+			dir := filepath.Join(wintest.TempDir(t), "run")
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -313,8 +314,8 @@ func TestPathRuntimeDirChecked(t *testing.T) {
 		})
 	}
 	// A link to a private folder is not the folder: it may be swapped.
-	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(t.TempDir(), link); err != nil {
+	link := filepath.Join(wintest.TempDir(t), "link")
+	if err := os.Symlink(wintest.TempDir(t), link); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", link)
@@ -326,7 +327,7 @@ func TestPathRuntimeDirChecked(t *testing.T) {
 // A handler's context ends when its client hangs up, so that a command waiting for the
 // sign-in waits exactly as long as its client does.
 func TestHandlerContextEndsWithClient(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(4343)
 	if err != nil {
 		t.Fatal(err)

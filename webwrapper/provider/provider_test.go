@@ -3,10 +3,10 @@ package provider
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -89,7 +89,7 @@ func TestForArgs(t *testing.T) {
 }
 
 func TestXMLProvider(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "input.xml")
+	path := filepath.Join(wintest.TempDir(t), "input.xml")
 	doc := `<exorinput exercisequery="knee"><source_customerno>1</source_customerno><firstname>A</firstname>` +
 		`<lastname>B</lastname><born>1950-07-01</born></exorinput>`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
@@ -118,10 +118,7 @@ func TestXMLProvider(t *testing.T) {
 }
 
 func TestArgumentsProvider(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the culture comes from the operating system there")
-	}
-	t.Setenv("LC_ALL", "nb_NO.UTF-8")
+	wintest.ShortDate(t, "nb_NO.UTF-8", "dd.MM.yyyy")
 	cmds, warnings, err := argumentsProvider{}.Commands([]string{"input.xml", "provider=" + Arguments, "id=1", "firstname=A",
 		"lastname=B", "dateofbirth=01.07.1950"})
 	if err != nil || len(cmds) != 1 || cmds[0].Args["dateofbirth"] != "1950-07-01" {
