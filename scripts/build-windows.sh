@@ -50,6 +50,6 @@ cp deploy/windows/Svc.Client.WebWrapper.exe.config "$files/"
 
 # wixl reads Source paths relative to the .wxs file, and refuses absolute ones.
 cp deploy/windows/webwrapper.wxs "$out/"
-(cd "$out" && wixl -a x64 -D Version="$version" -D SourceDir=files -o "SvcWebwrapper-$version.msi" webwrapper.wxs)
+(cd "$out" && wixl -a x64 -D Version="$version" -D NextVersion=2.1.6 -D SourceDir=files -o "SvcWebwrapper-$version.msi" webwrapper.wxs)
 rm "$out/webwrapper.wxs"
 echo "$out/SvcWebwrapper-$version.msi"
