@@ -197,7 +197,9 @@ func TestPipe(t *testing.T) {
 	w.call(t, "selectperson", map[string]any{"userid": asa[0].ID, "firstname": "Åsa", "lastname": "Ørnø"})
 	p.waitFor(t, "Åsa in focus", `document.getElementById("contact-name") && document.getElementById("contact-name").textContent === "Åsa Ørnø"`)
 	p.waitFor(t, "Åsa's person view", `document.getElementById("new-plan-template")`)
-	plan := eval[pipeWorkout](t, p, `(() => {
+	plan := eval[struct {
+		ID int64 `json:"id"`
+	}](t, p, `(() => {
 	const o = [...document.getElementById("new-plan-template").options].find((o) => o.text === "Knee rehabilitation, week 1");
 	return svcApp.createWorkout({title: "Åsa's knee plan", templateId: Number(o.value)});
 })()`)
