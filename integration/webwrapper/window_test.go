@@ -164,7 +164,9 @@ func TestCaseExport(t *testing.T) {
 		&& document.getElementById("new-plan-template")`)
 	p.screenshot(t, "person-and-case")
 
-	plan := eval[pipeWorkout](t, p, `(() => {
+	plan := eval[struct {
+		ID int64 `json:"id"`
+	}](t, p, `(() => {
 	const o = [...document.getElementById("new-plan-template").options].find((o) => o.text === "Knee rehabilitation, week 1");
 	return svcApp.createWorkout({title: "Nora's knee plan", templateId: Number(o.value)});
 })()`)
