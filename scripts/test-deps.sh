@@ -63,4 +63,4 @@ fi
 if [ -f docs/examples/node/package.json ] && [ ! -d docs/examples/node/node_modules/jose ]; then
 	(cd docs/examples/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(openssl version | awk '{print "OpenSSL " $2}'), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop, $(wine --version), wixl $(wixl --version)"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(openssl version | awk '{print "OpenSSL " $2}'), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop, $(wine --version 2>/dev/null), wixl $(wixl --version)"

@@ -59,4 +59,3 @@ func TestParsePatternWindowsForms(t *testing.T) {
 		}
 	}
 }
-
