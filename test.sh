@@ -27,7 +27,6 @@ echo "== windows: vet the wrapper, run its tests under wine"
 CGO_ENABLED=0 GOOS=windows go vet ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/
 winprefix="$(mktemp -d)"
 scripts/wine.sh prefix "$winprefix"
-WINEPREFIX="$winprefix" wineserver -p
 set +e
 WINEPREFIX="$winprefix" CGO_ENABLED=0 GOOS=windows go test -count=1 -p 1 -exec "$PWD/scripts/wine.sh exec" \
 	-skip '^TestChrome' ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/ 2>&1 | grep -v 'no test files'

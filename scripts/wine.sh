@@ -4,7 +4,9 @@
 #
 #   scripts/wine.sh prefix DIR     makes a Wine prefix in DIR (an empty or missing folder):
 #                                  wineboot, then bcryptprimitives.dll (scripts/wine/) in
-#                                  its system32, which Go 1.22+ needs at start
+#                                  its system32, which Go 1.22+ needs at start; leaves its
+#                                  wineserver running, one for every later command, until
+#                                  `WINEPREFIX=DIR wineserver -k`
 #   scripts/wine.sh exec PROG ARGS runs PROG under wine in $WINEPREFIX; what `go test
 #                                  -exec` calls
 #
@@ -20,6 +22,9 @@ prefix)
 	mkdir -p "$dir"
 	export WINEPREFIX="$dir"
 	wineboot -i >/dev/null 2>&1
+	# One persistent wineserver for everything after, instead of one per command.
+	wineserver -w
+	wineserver -p
 	x86_64-w64-mingw32-gcc -O2 -shared -o "$dir/drive_c/windows/system32/bcryptprimitives.dll" \
 		"$here/wine/bcryptprimitives.c" "$here/wine/bcryptprimitives.def" -ladvapi32
 	# The Windows tests read dates in the user's culture: Norwegian's dd.MM.yyyy, set as a

@@ -201,9 +201,7 @@ type wine struct {
 func newWine(t *testing.T) *wine {
 	t.Helper()
 	w := &wine{t: t, prefix: t.TempDir()}
-	run(t, nil, "scripts/wine.sh", "prefix", w.prefix)
-	// One wineserver for the whole test, instead of one per command.
-	run(t, w.env(), "wineserver", "-p")
+	run(t, nil, "scripts/wine.sh", "prefix", w.prefix) // leaves one wineserver running
 	t.Cleanup(func() {
 		// The prefix's wineserver goes before its folder is removed.
 		cmd := exec.Command("wineserver", "-k")
