@@ -23,8 +23,10 @@ prefix)
 	export WINEPREFIX="$dir"
 	wineboot -i >/dev/null 2>&1
 	# One persistent wineserver for everything after, instead of one per command.
+	# Its output goes nowhere: it outlives this script, and a caller that reads this
+	# script's output through a pipe would wait for it forever.
 	wineserver -w
-	wineserver -p
+	wineserver -p </dev/null >/dev/null 2>&1
 	x86_64-w64-mingw32-gcc -O2 -shared -o "$dir/drive_c/windows/system32/bcryptprimitives.dll" \
 		"$here/wine/bcryptprimitives.c" "$here/wine/bcryptprimitives.def" -ladvapi32
 	# The Windows tests read dates in the user's culture: Norwegian's dd.MM.yyyy, set as a

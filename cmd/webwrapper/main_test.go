@@ -25,6 +25,10 @@ func userDirs(t *testing.T) string {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
 	t.Setenv("XDG_RUNTIME_DIR", "")
+	// Windows keeps these folders where these variables say (under Wine too): the tests'
+	// user.config, instance lock and profile stay in the test's folder.
+	t.Setenv("LOCALAPPDATA", filepath.Join(home, "local"))
+	t.Setenv("APPDATA", filepath.Join(home, "roaming"))
 	return home
 }
 

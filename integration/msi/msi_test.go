@@ -43,6 +43,9 @@ func run(t *testing.T, env []string, name string, args ...string) string {
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// Wine's background programs (wineserver, services.exe) may outlive the command with
+	// its output still open: do not wait for them once the command has exited.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
 	}
@@ -234,6 +237,7 @@ func (w *wine) registeredPath() string {
 	w.t.Helper()
 	cmd := exec.Command("wine", "reg", "query", `HKCU\Software\Svc\Svc Webwrapper`, "/v", "path")
 	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.Output()
 	if err != nil {
 		return ""
@@ -273,6 +277,7 @@ func TestInstallUpgradeRemove(t *testing.T) {
 		// The installed pipe client runs: its usage, exit status 2.
 		cmd := exec.Command("wine", winDir+`\svcpipe.exe`, "-h")
 		cmd.Env = append(os.Environ(), w.env()...)
+		cmd.WaitDelay = 10 * time.Second
 		out, _ := cmd.CombinedOutput()
 		if !strings.Contains(string(out), "svcpipe (-pid N | -path P)") {
 			t.Errorf("the installed svcpipe.exe -h printed %q", out)
