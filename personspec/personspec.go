@@ -18,8 +18,15 @@ import (
 	"unicode/utf8"
 )
 
-// Size limits of DecodeSelect. They bound what one call may store; the HTTP body limit
-// bounds the rest.
+// MaxSelectBody bounds the JSON of one selectperson's arguments, in bytes. DecodeSelect
+// refuses more, the desktop wrapper checks it before it hands the arguments to the page,
+// and the app service's JSON API reads request bodies up to it: so whatever the wrapper
+// accepts, the API accepts too. 512 KiB holds the most profile entries (200) with values
+// of 1024 two-byte characters each.
+const MaxSelectBody = 512 << 10
+
+// Size limits of DecodeSelect. They bound what one call may store; MaxSelectBody bounds
+// the rest.
 const (
 	maxString       = 256
 	maxProfileValue = 1024
@@ -73,6 +80,9 @@ type FieldError struct {
 // once; the error is for input that is not one JSON object of valid UTF-8. Select is nil
 // unless both are empty.
 func DecodeSelect(data []byte) (*Select, []FieldError, error) {
+	if len(data) > MaxSelectBody {
+		return nil, []FieldError{{Field: "args", Reason: fmt.Sprintf("too large (at most %d bytes of JSON)", MaxSelectBody)}}, nil
+	}
 	members, err := decodeObject(data)
 	if err != nil {
 		return nil, nil, err

@@ -26,6 +26,11 @@ command -v xauth >/dev/null 2>&1 || need_apt+=(xauth)
 command -v openbox >/dev/null 2>&1 || need_apt+=(openbox)
 # The wrapper's integration test reads the window's state (minimised, active) with xprop.
 command -v xprop >/dev/null 2>&1 || need_apt+=(x11-utils)
+# The desktop wrapper's Windows tests run under Wine (scripts/wine.sh), which needs a small
+# DLL built with MinGW; its MSI is built with wixl and read with msiinfo (msitools).
+command -v wine >/dev/null 2>&1 || need_apt+=(wine wine64)
+command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need_apt+=(gcc-mingw-w64-x86-64)
+command -v wixl >/dev/null 2>&1 && command -v msiinfo >/dev/null 2>&1 || need_apt+=(wixl msitools)
 # The app service's store tests start their own throwaway PostgreSQL cluster
 # (internal/pgtest) from the server programs, which Debian keeps off PATH.
 pg_bin() {
@@ -58,4 +63,4 @@ fi
 if [ -f docs/examples/node/package.json ] && [ ! -d docs/examples/node/node_modules/jose ]; then
 	(cd docs/examples/node && npm ci --no-audit --no-fund --silent)
 fi
-echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(openssl version | awk '{print "OpenSSL " $2}'), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop"
+echo "test-deps: redis-server $(redis-server --version | awk '{print $3}'), $("$(pg_bin)/postgres" --version) (private clusters), node $(node --version), $(openssl version | awk '{print "OpenSSL " $2}'), $(chromium --version 2>/dev/null | head -1), $(pdftotext -v 2>&1 | head -1), Xvfb, openbox and xprop, $(wine --version 2>/dev/null), wixl $(wixl --version)"

@@ -20,15 +20,16 @@ import (
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/problem"
 )
 
 // apiPrefix is where the JSON API lives; the views and window.svcApp call nothing else.
 const apiPrefix = "/app/api/"
 
-// maxAPIBody bounds a request body: the largest legitimate one, a selectperson call with
-// 200 profile entries, fits well within it.
-const maxAPIBody = 64 << 10
+// maxAPIBody bounds a request body: the largest legitimate one is a selectperson call,
+// whose limit the desktop wrapper checks too, so that what it accepts fits here.
+const maxAPIBody = personspec.MaxSelectBody
 
 // who may call a route.
 type who int

@@ -32,6 +32,7 @@ type workoutJSON struct {
 	Description   string     `json:"description"`
 	LastChangedAt string     `json:"lastChangedAt"`
 	Owner         string     `json:"owner"`
+	OwnerID       int64      `json:"ownerId"` // the owner's account id: the desktop wrapper's Owner
 	Executor      string     `json:"executor"`
 	PersonID      int64      `json:"personId"`
 	Template      bool       `json:"template"`
@@ -89,7 +90,7 @@ func doseData(it store.Item) []dataJSON {
 }
 
 func workoutOut(w *store.Workout) workoutJSON {
-	out := workoutJSON{ID: w.ID, Name: w.Title, Description: w.Notes, LastChangedAt: timeOut(w.UpdatedAt), Owner: w.OwnerName,
+	out := workoutJSON{ID: w.ID, Name: w.Title, Description: w.Notes, LastChangedAt: timeOut(w.UpdatedAt), Owner: w.OwnerName, OwnerID: w.OwnerAccountID,
 		PersonID: w.PersonID, Template: w.Template, ExerciseCount: len(w.Items), Exercises: make([]itemJSON, len(w.Items))}
 	if w.Person != nil {
 		out.Executor = w.Person.Name()

@@ -44,7 +44,7 @@ const usage = `svcpipe: send one command to the desktop wrapper's pipe and print
   svcpipe (-pid N | -path P) [-timeout D] METHOD [key=value ...]
   svcpipe (-pid N | -path P) [-timeout D] METHOD '{"key": value, ...}'
 
-Methods: version, show, hide, close, getworkoutsforclient, openworkout, getlistofusers,
+Methods: version, show, hide, close, log, getworkoutsforclient, openworkout, getlistofusers,
 setcustomid, selectperson. Exit status: 0 success, 1 an error reply or no connection,
 2 usage error.
 `

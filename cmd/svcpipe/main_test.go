@@ -1,5 +1,3 @@
-//go:build !windows
-
 package main
 
 import (
@@ -11,16 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/pipe"
 )
 
 func TestRun(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := pipe.Listen(31337)
 	if err != nil {
 		t.Fatal(err)
 	}
+	wintest.PrimePipe(srv.Path())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	got := make(chan command.Command, 10)

@@ -132,15 +132,19 @@ func run(ctx context.Context, argv []string, stderr io.Writer) int {
 	}
 	defer inst.Close()
 
-	logger, closeLog := newLogger(cfg.Bool(config.Debug), stderr)
-	defer closeLog()
+	logs := newLogs(stderr)
+	defer logs.close()
+	if cfg.Bool(config.Debug) {
+		logs.enable()
+	}
+	logger := logs.logger
 	for _, p := range cfg.Problems() {
 		logger.Warn("configuration", "error", p)
 	}
 	if err := registerLocation(filepath.Dir(exe)); err != nil {
 		logger.Warn("writing where the program is", "error", err)
 	}
-	w := &wrapper{cfg: cfg, flags: f, dir: dir, log: logger, prov: prov}
+	w := &wrapper{cfg: cfg, flags: f, dir: dir, log: logger, logs: logs, prov: prov}
 	return w.run(ctx, args, inst)
 }
 
@@ -150,6 +154,7 @@ type wrapper struct {
 	flags flags
 	dir   string // the instance folder: lock, profile
 	log   *slog.Logger
+	logs  *logs
 	prov  provider.Provider
 
 	mu     sync.Mutex
@@ -166,6 +171,9 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 		w.log.Warn(warning)
 	}
 	opts.SessionKey = sessionKey(args, w.external())
+	if c := startCulture(args); c != "" {
+		opts.Language = c // the culture argument of the start that opens the window
+	}
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
 		w.log.Error("starting the browser", "error", err)
@@ -178,6 +186,7 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 		Links:          w.links(),
 		External:       w.external(),
 		Logger:         w.log,
+		EnableLog:      w.logs.enable,
 	})
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); a.Run(ctx) }()
@@ -402,22 +411,81 @@ func (w *wrapper) checkUpdate(ctx context.Context, a *app.App) {
 	}
 }
 
-// newLogger logs to stderr, or with Debug to a new file in a folder under the temporary
-// folder. Nothing logs a person's data: commands log their name and errors, whose texts
-// never quote a value.
-func newLogger(debug bool, stderr io.Writer) (*slog.Logger, func()) {
-	if !debug {
-		return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})), func() {}
+// logs is the wrapper's log: info and above to stderr; once enabled (Debug=True at start,
+// or the pipe's log command later, as the original's undocumented log method), debug and
+// above to stderr and to a new file in a folder under the temporary folder. Nothing logs a
+// person's data: commands log their name and errors, whose texts never quote a value.
+type logs struct {
+	logger *slog.Logger
+	level  slog.LevelVar
+	out    *switchWriter
+	once   sync.Once
+}
+
+// switchWriter writes to stderr, and to a file once one is set.
+type switchWriter struct {
+	mu     sync.Mutex
+	stderr io.Writer
+	file   *os.File
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file != nil {
+		_, _ = s.file.Write(p)
 	}
-	dir := filepath.Join(os.TempDir(), product+" logs")
-	name := fmt.Sprintf("webwrapper-%s-%d.log", time.Now().Format("20060102-150405"), os.Getpid())
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		if f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-			h := slog.NewTextHandler(io.MultiWriter(f, stderr), &slog.HandlerOptions{Level: slog.LevelDebug})
-			return slog.New(h), func() { _ = f.Close() }
+	return s.stderr.Write(p)
+}
+
+func newLogs(stderr io.Writer) *logs {
+	l := &logs{out: &switchWriter{stderr: stderr}}
+	l.level.Set(slog.LevelInfo)
+	l.logger = slog.New(slog.NewTextHandler(l.out, &slog.HandlerOptions{Level: &l.level}))
+	return l
+}
+
+// enable turns on debug logging and the log file, once.
+func (l *logs) enable() {
+	l.once.Do(func() {
+		l.level.Set(slog.LevelDebug)
+		dir := filepath.Join(os.TempDir(), product+" logs")
+		name := fmt.Sprintf("webwrapper-%s-%d.log", time.Now().Format("20060102-150405"), os.Getpid())
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			l.logger.Warn("log file", "error", err)
+			return
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			l.logger.Warn("log file", "error", err)
+			return
+		}
+		l.out.mu.Lock()
+		l.out.file = f
+		l.out.mu.Unlock()
+		l.logger.Info("logging to a file", "path", f.Name())
+	})
+}
+
+func (l *logs) close() {
+	l.out.mu.Lock()
+	defer l.out.mu.Unlock()
+	if l.out.file != nil {
+		_ = l.out.file.Close()
+		l.out.file = nil
+	}
+}
+
+// startCulture is the culture argument of a start with the Arguments provider's keys
+// (culture=nb-NO): the window's language, instead of the Culture setting.
+func startCulture(args []string) string {
+	c := ""
+	for _, a := range args {
+		if k, v, ok := arguments.Pair(a); ok && k == "culture" {
+			c = strings.TrimSpace(v)
 		}
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug})), func() {}
+	return c
 }
 
 // sessionKey names the kept session of the window after the external user this start

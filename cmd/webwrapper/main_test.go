@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/engine"
 	"github.com/partnergate/partnergate/webwrapper/instance"
@@ -18,12 +19,16 @@ import (
 // userDirs points the user's folders at the test's own.
 func userDirs(t *testing.T) string {
 	t.Helper()
-	home := t.TempDir()
+	home := wintest.TempDir(t)
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
 	t.Setenv("XDG_RUNTIME_DIR", "")
+	// Windows keeps these folders where these variables say (under Wine too): the tests'
+	// user.config, instance lock and profile stay in the test's folder.
+	t.Setenv("LOCALAPPDATA", filepath.Join(home, "local"))
+	t.Setenv("APPDATA", filepath.Join(home, "roaming"))
 	return home
 }
 
@@ -51,7 +56,7 @@ func TestSecondStartForwards(t *testing.T) {
 		t.Fatalf("Acquire = %v, %v", primary, err)
 	}
 	defer inst.Close()
-	xml := filepath.Join(t.TempDir(), "input.xml")
+	xml := filepath.Join(wintest.TempDir(t), "input.xml")
 	t.Chdir(filepath.Dir(xml))
 	var stderr bytes.Buffer
 	if code := run(ctx, []string{"input.xml"}, &stderr); code != exitOK {
@@ -68,7 +73,7 @@ func TestSecondStartForwards(t *testing.T) {
 }
 
 func TestEngineOptions(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	app := filepath.Join(dir, "webwrapper.config")
 	if err := os.WriteFile(app, []byte(`<?xml version="1.0"?>
 <configuration><appSettings>

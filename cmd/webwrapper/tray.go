@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -16,20 +15,18 @@ import (
 )
 
 // startTray shows the tray menu (MinimizeOnExit keeps the wrapper there while its window
-// is closed): Show opens the window again, Quit ends the wrapper. Without a tray host (a
-// desktop without one, Xvfb) systray logs an error and the wrapper runs on.
+// is closed): Show opens the window again, Quit ends the wrapper. Without a tray host (no
+// DBus session bus on Linux: Xvfb, a bare X server) there is no menu and the wrapper runs
+// on: systray is not started at all then, since systray v1.12.2 leaves its DBus connection
+// nil when it finds no bus and closes that nil connection at Quit, a nil-pointer panic.
 func startTray(ctx context.Context, a *app.App, log *slog.Logger) (stop func()) {
+	if err := trayHost(); err != nil {
+		log.Info("no tray: show opens the window again", "reason", err.Error())
+		return func() {}
+	}
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		// systray v1.12.2 on Linux closes a nil DBus connection at Quit when it found no
-		// session bus at start (Xvfb, a bare X server); that panic must not end the wrapper
-		// before it saves its settings.
-		defer func() {
-			if r := recover(); r != nil {
-				log.Warn("tray", "error", fmt.Sprint(r))
-			}
-		}()
 		// The Windows tray's message loop must stay on the thread that made its window.
 		runtime.LockOSThread()
 		systray.Run(func() {

@@ -2,6 +2,7 @@ package webwrapper
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,8 +35,10 @@ type (
 		Name          string `json:"name"`
 		Description   string `json:"description"`
 		LastChangedAt string `json:"lastChangedAt"`
-		Owner         string `json:"owner"`
-		Executor      string `json:"executor"`
+		Owner         int64  `json:"owner"`
+		Executor      int64  `json:"executor"`
+		OwnerName     string `json:"ownerName"`
+		ExecutorName  string `json:"executorName"`
 		ExerciseCount int    `json:"exerciseCount"`
 		Exercises     []struct {
 			ID   int64  `json:"id"`
@@ -109,17 +112,21 @@ func TestPipe(t *testing.T) {
 		t.Errorf("sign-on link of CLINIC\\asa = %+v, %v, %v; want the instructor", l, ok, err)
 	}
 
-	// selectperson with profile data: no reply, as the original's clients expect; the page
-	// shows the person and the profile table.
+	// selectperson with profile data, as the original's sample client sends it (string
+	// values, dateOfBirth, source, the gender as a Norwegian word): the reply is the
+	// selected user's record, in the original's member names; the page shows the person
+	// and the profile table.
+	var selected map[string]any
 	if reply := w.call(t, "SelectPerson", map[string]any{
-		"userid": "0", "customId": "1001", "firstName": "Åsa", "lastName": "Ørnø", "gender": "K",
+		"userid": "0", "customId": "1001", "firstName": "Åsa", "lastName": "Ørnø", "gender": "Kvinne",
 		"dateOfBirth": "1950-07-01", "source": "EHR",
 		"profiledata": []any{
 			map[string]any{"key": "weight", "name": "Weight", "value": "72.5", "unit": "kg", "date": "2024-03-05 08:30", "source": "scale"},
 			map[string]any{"key": "height", "name": "Height", "value": "168", "unit": "cm", "date": "2024-03-05"},
 		},
-	}); reply != nil {
-		t.Errorf("selectperson replied %s, want none", reply)
+	}); json.Unmarshal(reply, &selected) != nil || selected["CustomId"] != "1001" || selected["Firstname"] != "Åsa" ||
+		selected["DateOfBirth"] != "1950-07-01T00:00:00" || selected["Id"] == nil || selected["Id"] == 0.0 {
+		t.Errorf("selectperson replied %s, want Åsa's user record", reply)
 	}
 	p.waitFor(t, "Åsa's person view", `document.getElementById("person-name") && document.getElementById("person-name").textContent === "Åsa Ørnø" && document.getElementById("profile-table")`)
 	rows := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="profile-row"]')].map((r) => [...r.cells].map((c) => c.textContent).join("|"))`)
@@ -137,6 +144,26 @@ func TestPipe(t *testing.T) {
 	w.callJSON(t, "GetListOfUsers", map[string]any{"customId": "1001"}, &asa)
 	if len(asa) != 1 || asa[0].Firstname != "Åsa" || asa[0].ID == 0 {
 		t.Fatalf("getlistofusers customid=1001 = %+v, want Åsa alone", asa)
+	}
+	// The original's sample client reads these six members through a dynamic object,
+	// case-sensitively, and takes a DateOfBirth starting "000" for none.
+	var dyn []map[string]any
+	w.callJSON(t, "GetListOfUsers", map[string]any{"customId": "1001"}, &dyn)
+	for k, want := range map[string]any{"Id": float64(asa[0].ID), "CustomId": "1001", "DateOfBirth": "1950-07-01T00:00:00",
+		"Firstname": "Åsa", "Lastname": "Ørnø", "Email": ""} {
+		if len(dyn) != 1 || dyn[0][k] != want {
+			t.Errorf("getlistofusers member %s = %v, want %v (case-sensitive)", k, dyn, want)
+		}
+	}
+
+	// A selectperson at the size the wrapper accepts (200 profile entries of 1 KiB) is
+	// accepted by the app service's API too: the two limits are one.
+	big := make([]any, 200)
+	for i := range big {
+		big[i] = map[string]any{"key": "k" + strconv.Itoa(i), "value": strings.Repeat("x", 1024)}
+	}
+	if reply := w.call(t, "selectperson", map[string]any{"userid": asa[0].ID, "firstname": "Åsa", "lastname": "Ørnø", "profiledata": big}); json.Unmarshal(reply, &selected) != nil || selected["Id"] != float64(asa[0].ID) {
+		t.Errorf("selectperson with 200 profile entries of 1 KiB replied %.300s, want Åsa's record", reply)
 	}
 	w.call(t, "selectperson", map[string]any{"userid": 0, "customid": "2002", "firstname": "Bo", "lastname": "Lund"})
 	p.waitFor(t, "Bo's person view", `document.getElementById("person-name") && document.getElementById("person-name").textContent === "Bo Lund"`)
@@ -170,7 +197,9 @@ func TestPipe(t *testing.T) {
 	w.call(t, "selectperson", map[string]any{"userid": asa[0].ID, "firstname": "Åsa", "lastname": "Ørnø"})
 	p.waitFor(t, "Åsa in focus", `document.getElementById("contact-name") && document.getElementById("contact-name").textContent === "Åsa Ørnø"`)
 	p.waitFor(t, "Åsa's person view", `document.getElementById("new-plan-template")`)
-	plan := eval[pipeWorkout](t, p, `(() => {
+	plan := eval[struct {
+		ID int64 `json:"id"`
+	}](t, p, `(() => {
 	const o = [...document.getElementById("new-plan-template").options].find((o) => o.text === "Knee rehabilitation, week 1");
 	return svcApp.createWorkout({title: "Åsa's knee plan", templateId: Number(o.value)});
 })()`)
@@ -182,7 +211,7 @@ func TestPipe(t *testing.T) {
 	var workouts []pipeWorkout
 	w.callJSON(t, "GetWorkoutsForClient", map[string]any{"userId": strconv.FormatInt(asa[0].ID, 10), "from": yesterday}, &workouts)
 	if len(workouts) != 1 || workouts[0].ID != plan.ID || workouts[0].Name != "Åsa's knee plan" ||
-		workouts[0].Executor != "Åsa Ørnø" || workouts[0].Owner != "Coach Carter" || workouts[0].LastChangedAt == "" ||
+		workouts[0].Executor != asa[0].ID || workouts[0].Owner == 0 || workouts[0].ExecutorName != "Åsa Ørnø" || workouts[0].OwnerName != "Coach Carter" || workouts[0].LastChangedAt == "" ||
 		workouts[0].ExerciseCount < 4 || len(workouts[0].Exercises) != workouts[0].ExerciseCount ||
 		workouts[0].Exercises[0].Name == "" || len(workouts[0].Exercises[0].Data) == 0 {
 		t.Errorf("getworkoutsforclient from %s = %+v, want Åsa's knee plan by Coach Carter", yesterday, workouts)

@@ -164,7 +164,9 @@ func TestCaseExport(t *testing.T) {
 		&& document.getElementById("new-plan-template")`)
 	p.screenshot(t, "person-and-case")
 
-	plan := eval[pipeWorkout](t, p, `(() => {
+	plan := eval[struct {
+		ID int64 `json:"id"`
+	}](t, p, `(() => {
 	const o = [...document.getElementById("new-plan-template").options].find((o) => o.text === "Knee rehabilitation, week 1");
 	return svcApp.createWorkout({title: "Nora's knee plan", templateId: Number(o.value)});
 })()`)
@@ -263,13 +265,24 @@ func TestMinimizeOnExit(t *testing.T) {
 }
 
 // TestSignOnRestart: the program's user signed in once; the next start with the same
-// signon is signed in without the password, and a start with another signon asks.
+// signon is signed in without the password, and a start with another signon asks. close,
+// as the original's, signs out and forgets the link: the start after it asks again.
 func TestSignOnRestart(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, nil)
 	w, p := signedIn(t, d, arguments, `signon=CLINIC\asa`)
 	p.screenshot(t, "first-sign-in")
-	w.close(t)
+	w.end(t)
+
+	// Another external user on the same computer is asked to sign in.
+	w = d.start(t, arguments, `signon=CLINIC\bo`)
+	p = w.attach(t)
+	p.waitFor(t, "a page at the start as another user", pageShown)
+	p.screenshot(t, "another-signon")
+	if !eval[bool](t, p, `!!document.getElementById("password")`) {
+		t.Errorf("a start with another signon is signed in as %q, want the sign-in page", p.text(t, "#account"))
+	}
+	w.end(t)
 
 	w = d.start(t, arguments, `signon=clinic\ASA`)
 	p = w.attach(t)
@@ -286,15 +299,14 @@ func TestSignOnRestart(t *testing.T) {
 	w.callJSON(t, "getlistofusers", map[string]any{"customid": "none"}, &nobody)
 	w.close(t)
 
-	// Another external user on the same computer is asked to sign in.
-	w = d.start(t, arguments, `signon=CLINIC\bo`)
+	w = d.start(t, arguments, `signon=CLINIC\asa`)
 	p = w.attach(t)
-	p.waitFor(t, "a page at the start as another user", pageShown)
-	p.screenshot(t, "another-signon")
+	p.waitFor(t, "a page after close", pageShown)
+	p.screenshot(t, "after-close")
 	if !eval[bool](t, p, `!!document.getElementById("password")`) {
-		t.Errorf("a start with another signon is signed in as %q, want the sign-in page", p.text(t, "#account"))
+		t.Errorf("the start after close is signed in as %q, want the sign-in page (close signs out)", p.text(t, "#account"))
 	}
-	w.close(t)
+	w.end(t)
 }
 
 // TestCloseWindowEnds: without MinimizeOnExit, closing the window ends the program as close

@@ -20,8 +20,10 @@ import (
 	"github.com/partnergate/partnergate/webwrapper/signon"
 )
 
-// DefaultWait is how long a command waits for a sign-in, and a page call for its answer:
-// the original waited 30 seconds for asynchronous answers.
+// DefaultWait is how long a page call may take to answer: the original waited 30 seconds
+// for asynchronous answers. The wait for a sign-in has no limit of its own: a command
+// waits as long as whoever sent it (a pipe client staying connected, the program's own
+// arguments) does, as the original blocked until someone signed in.
 const DefaultWait = 30 * time.Second
 
 // errTimeout is the original's answer when the page did not answer in time; clients may
@@ -32,7 +34,7 @@ var errTimeout = errors.New("Timeout. No response.") //lint:ignore ST1005 the or
 type Options struct {
 	// Version is the wrapper's four-part version, the answer to version.
 	Version string
-	// Wait bounds the wait for a sign-in and each page call; 0 is DefaultWait.
+	// Wait bounds each page call; 0 is DefaultWait.
 	Wait time.Duration
 	// MinimizeOnExit keeps the program running when the user closes the window while
 	// signed in; show, or a command needing the page, opens it again with Relaunch.
@@ -46,6 +48,9 @@ type Options struct {
 	External string
 	// Logger receives what went wrong; never a person's data.
 	Logger *slog.Logger
+	// EnableLog turns logging on (the pipe's log command, as the original's Debug
+	// setting at run time); nil ignores the command.
+	EnableLog func()
 }
 
 // App is the command queue on one window. Make it with New, then Run it.
@@ -61,6 +66,9 @@ type App struct {
 	changed  chan struct{} // closed and replaced when signedIn changes
 	external string
 	closedCh chan engine.Engine
+
+	closing   chan struct{} // closed by close: waiting commands end, Run returns
+	closeOnce sync.Once
 }
 
 type account struct {
@@ -96,6 +104,7 @@ func New(eng engine.Engine, o Options) *App {
 		changed:  make(chan struct{}),
 		external: strings.TrimSpace(o.External),
 		closedCh: make(chan engine.Engine, 1),
+		closing:  make(chan struct{}),
 	}
 }
 
@@ -112,6 +121,8 @@ func (a *App) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.closing:
+			return nil
 		case e := <-a.closedCh:
 			a.mu.Lock()
 			current, stay := e == a.eng, a.signedIn && a.o.MinimizeOnExit && a.o.Relaunch != nil
@@ -127,20 +138,51 @@ func (a *App) Run(ctx context.Context) error {
 			}
 			a.o.Logger.Info("window closed while signed in: still running, show opens it again")
 		case j := <-a.jobs:
-			r := a.run(j.ctx, j.cmd)
-			j.done <- r
-			if j.cmd.Name == command.Close && r.err == nil {
-				return nil
-			}
+			// The command ends with its sender, with Run, and at close, which must not
+			// wait for a page call or a sign-in in progress.
+			jctx, cancel := context.WithCancel(j.ctx)
+			stopRun := context.AfterFunc(ctx, cancel)
+			stopClose := closeCancels(a.closing, cancel)
+			j.done <- a.run(jctx, j.cmd)
+			stopClose()
+			stopRun()
+			cancel()
 		}
 	}
 }
 
-// Do queues c and returns its reply as the pipe writes it; its signature is the pipe's
-// Handler. Version answers at once, since it needs neither the page nor the queue's order.
+// closeCancels calls cancel when closing is closed, until the returned stop is called.
+func closeCancels(closing <-chan struct{}, cancel context.CancelFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
+
+// Do runs c and returns its reply as the pipe writes it; its signature is the pipe's
+// Handler. The commands that need no page (version, show, hide, close, log) run at once,
+// even while others wait for a sign-in; the others are queued and run one at a time in
+// the order they arrived. What a command left out (Command.Warnings) is logged.
 func (a *App) Do(ctx context.Context, c command.Command) (reply []byte, hasReply bool, err error) {
-	if c.Name == command.Version {
+	for _, w := range c.Warnings {
+		a.o.Logger.Warn("command", "command", string(c.Name), "warning", w)
+	}
+	switch c.Name {
+	case command.Version:
 		return []byte(a.o.Version), true, nil
+	case command.Show, command.Hide, command.Close, command.Log:
+		select {
+		case <-a.done:
+			return nil, false, errors.New("the wrapper is closing")
+		default:
+		}
+		r := a.now(ctx, c)
+		return r.reply, r.hasReply, r.err
 	}
 	j := job{ctx: ctx, cmd: c, done: make(chan result, 1)}
 	select {
@@ -250,11 +292,8 @@ func (a *App) linkFits(acc account) bool {
 	return true
 }
 
-// run carries out one command.
-func (a *App) run(ctx context.Context, c command.Command) result {
-	if err := ctx.Err(); err != nil {
-		return result{err: err}
-	}
+// now carries out a command that needs no page and does not wait for the queue.
+func (a *App) now(ctx context.Context, c command.Command) result {
 	switch c.Name {
 	case command.Hide:
 		if eng := a.Window(); eng != nil {
@@ -263,9 +302,48 @@ func (a *App) run(ctx context.Context, c command.Command) result {
 		return result{}
 	case command.Show:
 		return result{err: a.front(ctx)}
+	case command.Log:
+		if a.o.EnableLog != nil {
+			a.o.EnableLog()
+		}
+		return result{}
 	case command.Close:
+		a.close(ctx)
 		return result{reply: []byte(`{"ok":true}`), hasReply: true}
-	case command.SignOn:
+	}
+	return result{err: fmt.Errorf("command %s needs the queue", c.Name)}
+}
+
+// close signs out and forgets the external user's sign-on link, as the original's close
+// did, so that the next start asks for the password; then it ends the commands waiting
+// for a sign-in and makes Run return. A page that cannot sign out (closed, slow) does not
+// keep the wrapper from closing.
+func (a *App) close(ctx context.Context) {
+	a.mu.Lock()
+	eng, signedIn, external := a.eng, a.signedIn || a.account.ID != 0, a.external
+	a.mu.Unlock()
+	if eng != nil && signedIn {
+		cctx, cancel := context.WithTimeout(ctx, a.o.Wait)
+		if err := eng.Call(cctx, "signOut", nil, nil); err != nil {
+			a.o.Logger.Warn("signing out at close", "error", callError(err, cctx))
+		}
+		cancel()
+	}
+	if external != "" && a.o.Links != nil {
+		if err := a.o.Links.Forget(external); err != nil {
+			a.o.Logger.Error("forgetting the sign-on link", "error", err)
+		}
+	}
+	a.setSignedIn(false)
+	a.closeOnce.Do(func() { close(a.closing) })
+}
+
+// run carries out one queued command.
+func (a *App) run(ctx context.Context, c command.Command) result {
+	if err := ctx.Err(); err != nil {
+		return result{err: err}
+	}
+	if c.Name == command.SignOn {
 		return result{err: a.signOn(c.Args["user"].(string))}
 	}
 	eng, err := a.waitSignedIn(ctx)
@@ -308,10 +386,8 @@ func (a *App) signOn(user string) error {
 }
 
 // waitSignedIn returns the window once the page is signed in, bringing it to the front
-// first; after Options.Wait it gives up with the original's timeout answer.
+// first. It waits as long as ctx lasts: a pipe client's connection, or the program.
 func (a *App) waitSignedIn(ctx context.Context) (engine.Engine, error) {
-	timer := time.NewTimer(a.o.Wait)
-	defer timer.Stop()
 	for first := true; ; first = false {
 		a.mu.Lock()
 		ok, eng, changed := a.signedIn, a.eng, a.changed
@@ -329,8 +405,8 @@ func (a *App) waitSignedIn(ctx context.Context) (engine.Engine, error) {
 		case <-changed:
 		case <-eng.Closed():
 			return nil, errors.New("the window was closed before anyone signed in")
-		case <-timer.C:
-			return nil, fmt.Errorf("%w (nobody signed in within %s)", errTimeout, a.o.Wait)
+		case <-a.closing:
+			return nil, errors.New("the wrapper is closing")
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/engine"
 	"github.com/partnergate/partnergate/webwrapper/engine/enginetest"
@@ -79,10 +80,12 @@ type reply struct {
 	err error
 }
 
-func do(a *App, c command.Command) <-chan reply {
+func do(a *App, c command.Command) <-chan reply { return doCtx(context.Background(), a, c) }
+
+func doCtx(ctx context.Context, a *App, c command.Command) <-chan reply {
 	ch := make(chan reply, 1)
 	go func() {
-		out, has, err := a.Do(context.Background(), c)
+		out, has, err := a.Do(ctx, c)
 		ch <- reply{out, has, err}
 	}()
 	return ch
@@ -118,35 +121,90 @@ func TestOrderAndSignInWait(t *testing.T) {
 	}
 }
 
-func TestSignInTimeout(t *testing.T) {
-	a, eng := start(t, Options{Wait: 30 * time.Millisecond})
-	r := <-do(a, cmd(t, "getlistofusers", nil))
-	if r.err == nil || !strings.HasPrefix(r.err.Error(), "Timeout. No response.") {
-		t.Errorf("getlistofusers without sign-in = %v, want the timeout", r.err)
-	}
-	if _, n := eng.Minimized(); n != 1 {
-		t.Errorf("restores = %d, want 1 (window brought to the front)", n)
-	}
-	if got := eng.Calls(); len(got) != 0 {
-		t.Errorf("calls = %+v, want none", got)
-	}
-	// A sign-out after a sign-in makes commands wait again.
-	signIn(eng, 7)
+// A command waits for the sign-in as long as its sender does, beyond the page call's
+// limit: the original blocked until someone signed in. Its sender giving up ends it.
+func TestSignInWaitHasNoLimit(t *testing.T) {
+	a, eng := start(t, Options{Wait: 10 * time.Millisecond})
 	eng.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
-	if r := <-do(a, cmd(t, "getlistofusers", nil)); r.err != nil {
-		t.Fatalf("after sign-in: %v", r.err)
+	waiting := do(a, cmd(t, "getlistofusers", nil))
+	waitRestores(t, eng, 1)
+	time.Sleep(100 * time.Millisecond) // ten times the page call's limit
+	signIn(eng, 7)
+	if r := <-waiting; r.err != nil || string(r.out) != "[]" {
+		t.Errorf("getlistofusers signed in after a long wait = %q, %v; want []", r.out, r.err)
 	}
+	// A sign-out makes commands wait again; a sender that hangs up ends its command.
 	eng.Emit("signedOut", map[string]any{})
 	waitState(t, a, false)
-	if r := <-do(a, cmd(t, "getlistofusers", nil)); r.err == nil {
-		t.Errorf("after sign-out = nil error, want the timeout")
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := doCtx(ctx, a, cmd(t, "getlistofusers", nil))
+	cancel()
+	if r := <-gone; !errors.Is(r.err, context.Canceled) {
+		t.Errorf("a command whose sender hung up = %v, want context.Canceled", r.err)
 	}
+	if got := eng.Calls(); len(got) != 1 {
+		t.Errorf("calls = %+v, want the one after the sign-in", got)
+	}
+}
+
+// close does not wait behind a command waiting for the sign-in: it answers, the waiting
+// command ends with an error, and Run returns.
+func TestCloseWhileWaiting(t *testing.T) {
+	a, eng := start(t, Options{})
+	waiting := do(a, cmd(t, "getlistofusers", nil))
+	waitRestores(t, eng, 1)
+	if r := <-do(a, cmd(t, "close", nil)); r.err != nil || string(r.out) != `{"ok":true}` {
+		t.Fatalf("close while a command waits = %q, %v", r.out, r.err)
+	}
+	if r := <-waiting; r.err == nil || !strings.Contains(r.err.Error(), "closing") {
+		t.Errorf("the waiting command = %v, want the wrapper is closing", r.err)
+	}
+	<-a.Done()
+}
+
+// close signs the page out and forgets the external user's link, as the original did, so
+// that the next start asks for the password; log answers nothing and turns logging on.
+func TestCloseSignsOut(t *testing.T) {
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
+	logged := make(chan struct{}, 1)
+	a, eng := start(t, Options{Links: links, External: `DOMAIN\asa`, EnableLog: func() { logged <- struct{}{} }})
+	eng.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
+	eng.Handle("signOut", func([]any) (any, error) { return nil, nil })
+	signIn(eng, 7)
+	if r := <-do(a, cmd(t, "getlistofusers", nil)); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, ok, _ := links.Get(`DOMAIN\asa`); !ok {
+		t.Fatal("no link after the sign-in")
+	}
+	if r := <-do(a, cmd(t, "Log", nil)); r.err != nil || r.has {
+		t.Errorf("log = %q, %v, %v; want no reply", r.out, r.has, r.err)
+	}
+	select {
+	case <-logged:
+	default:
+		t.Error("log did not turn logging on")
+	}
+	if r := <-do(a, cmd(t, "close", nil)); r.err != nil || string(r.out) != `{"ok":true}` {
+		t.Fatalf("close = %q, %v", r.out, r.err)
+	}
+	var fns []string
+	for _, c := range eng.Calls() {
+		fns = append(fns, c.Fn)
+	}
+	if want := []string{"getListOfUsers", "signOut"}; !reflect.DeepEqual(fns, want) {
+		t.Errorf("calls = %q, want %q", fns, want)
+	}
+	if _, ok, _ := links.Get(`DOMAIN\asa`); ok {
+		t.Error("the sign-on link is still there after close")
+	}
+	<-a.Done()
 }
 
 func TestMapping(t *testing.T) {
 	workout := map[string]any{
 		"id": 12, "name": "Knee", "description": "d", "lastChangedAt": "2026-11-01T08:00:00Z",
-		"owner": "Demo Instructor", "executor": "Åsa Ørnø", "personId": 3, "template": false, "exerciseCount": 1,
+		"owner": "Demo Instructor", "ownerId": 5, "executor": "Åsa Ørnø", "personId": 3, "template": false, "exerciseCount": 1,
 		"exercises": []any{map[string]any{"id": 40, "exerciseId": 9, "name": "Squat", "sets": 3,
 			"data": []any{map[string]any{"key": "sets", "value": "3", "unit": ""}}}},
 	}
@@ -161,20 +219,23 @@ func TestMapping(t *testing.T) {
 	}{
 		{"selectperson", "SelectPerson", map[string]any{"userId": "0", "customId": "1001", "firstName": "Åsa", "lastName": "Ørnø", "source": "EHR"},
 			"selectPerson", []any{map[string]any{"userid": 0.0, "customid": "1001", "firstname": "Åsa", "lastname": "Ørnø", "source": "EHR"}},
-			map[string]any{"person": map[string]any{"id": 3}, "created": true, "matched": 0}, ""},
+			map[string]any{"person": map[string]any{"id": 3, "customId": "1001", "firstname": "Åsa", "lastname": "Ørnø", "birthDate": "", "gender": "female"}, "created": true, "matched": 0},
+			`{"Id":3,"CustomId":"1001","DateOfBirth":"0001-01-01T00:00:00","Firstname":"Åsa","Lastname":"Ørnø","Email":"","gender":"female","created":true,"matched":0}`},
 		{"queryexercises", "queryexercises", map[string]any{"text": "hip"}, "queryExercises", []any{"hip"}, []any{}, "[]"},
 		{"queryworkouts", "queryworkouts", map[string]any{"text": ""}, "queryWorkouts", []any{""}, []any{}, "[]"},
 		{"getworkoutsforclient by custom id", "GetWorkoutsForClient", map[string]any{"customId": "1001", "from": "2026-01-31"},
 			"getWorkoutsForClient", []any{map[string]any{"customId": "1001", "from": "2026-01-31"}}, []any{workout},
-			`[{"Id":12,"Name":"Knee","Description":"d","LastChangedAt":"2026-11-01T08:00:00Z","Owner":"Demo Instructor","Executor":"Åsa Ørnø","ExerciseCount":1,"Exercises":[{"Id":40,"Name":"Squat","Data":[{"Key":"sets","Value":"3","Unit":""}]}]}]`},
+			`[{"Id":12,"Name":"Knee","Description":"d","LastChangedAt":"2026-11-01T08:00:00Z","Owner":5,"Executor":3,"ExerciseCount":1,"Exercises":[{"Id":40,"Name":"Squat","Data":[{"Key":"sets","Value":"3","Unit":""}]}],"OwnerName":"Demo Instructor","ExecutorName":"Åsa Ørnø"}]`},
 		{"getworkoutsforclient by user id", "getworkoutsforclient", map[string]any{"userid": "42"},
 			"getWorkoutsForClient", []any{map[string]any{"userId": 42.0}}, []any{}, "[]"},
 		{"openworkout", "OpenWorkout", map[string]any{"id": "12"}, "openWorkout", []any{12.0}, workout, ""},
 		{"getlistofusers", "getlistofusers", map[string]any{"customid": "1001"}, "getListOfUsers", []any{map[string]any{"customId": "1001"}},
-			[]any{map[string]any{"id": 3, "customId": "1001"}}, `[{"customId":"1001","id":3}]`},
+			[]any{map[string]any{"id": 3, "customId": "1001", "firstname": "Åsa", "lastname": "Ørnø", "email": "a@example.com", "birthDate": "1950-07-01",
+				"middlename": "", "mobile": "+47", "partnerIds": []any{"c-1"}, "ID": 9}},
+			`[{"Id":3,"CustomId":"1001","DateOfBirth":"1950-07-01T00:00:00","Firstname":"Åsa","Lastname":"Ørnø","Email":"a@example.com","middlename":"","mobile":"+47","partnerIds":["c-1"]}]`},
 		{"getlistofusers without custom id", "getlistofusers", nil, "getListOfUsers", []any{map[string]any{"customId": ""}}, []any{}, "[]"},
 		{"setcustomid", "setcustomid", map[string]any{"userid": 3, "customid": "77"}, "setCustomId", []any{3.0, "77"},
-			map[string]any{"id": 3, "customId": "77"}, `{"customId":"77","id":3}`},
+			map[string]any{"id": 3, "customId": "77"}, `{"Id":3,"CustomId":"77","DateOfBirth":"0001-01-01T00:00:00","Firstname":"","Lastname":"","Email":""}`},
 		{"setcase", "setcase", map[string]any{"caseid": "C-1"}, "setCase", []any{"C-1"}, map[string]any{"caseId": "C-1"}, `{"caseId":"C-1"}`},
 	}
 	for _, tt := range tests {
@@ -303,7 +364,7 @@ func TestWindowClosed(t *testing.T) {
 }
 
 func TestSignOnLinks(t *testing.T) {
-	links := signon.Open(filepath.Join(t.TempDir(), signon.FileName))
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
 	a, eng := start(t, Options{Links: links, Wait: 50 * time.Millisecond})
 	eng.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
 	if r := <-do(a, command.Command{Name: command.SignOn, Args: map[string]any{"user": `DOMAIN\asa`}}); r.err != nil || r.has {
@@ -321,7 +382,9 @@ func TestSignOnLinks(t *testing.T) {
 	b, eng2 := start(t, Options{Links: links, External: `DOMAIN\asa`, Wait: 50 * time.Millisecond})
 	eng2.Handle("getListOfUsers", func([]any) (any, error) { return []any{}, nil })
 	signIn(eng2, 8)
-	if r := <-do(b, cmd(t, "getlistofusers", nil)); r.err == nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if r := <-doCtx(ctx, b, cmd(t, "getlistofusers", nil)); r.err == nil {
 		t.Errorf("account 8 served the user linked to 7")
 	}
 	// Signing out ends the link; the next sign-in links anew.

@@ -20,30 +20,40 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/culture"
 )
 
 // Parsed is what one command line asks for.
 type Parsed struct {
 	// Provider is the value of provider=, "" when not given.
 	Provider string
-	// XMLPath is the first argument when it is not key=value: the input.xml path of the
-	// XML provider (B-XML), made absolute.
+	// XMLPath is the first argument that names an .xml file (IsXMLPath), in any position
+	// as the original took it: the input.xml path of the XML provider (B-XML), made
+	// absolute.
 	XMLPath string
 	// Commands are the arguments' commands in the order they are applied.
 	Commands []command.Command
-	// Warnings name what was ignored: unknown keys, stray arguments, an incomplete contact.
-	// They never quote a value.
+	// Culture is the value of culture=: the language of the window when this start opens
+	// it, as the Culture setting (a running window keeps its language).
+	Culture string
+	// Warnings name what was ignored: unknown keys, stray arguments, an incomplete contact,
+	// a date of birth that reads in no format, tab. They never quote a value.
 	Warnings []string
 }
 
-// known lists the keys of B-ARG, plus provider.
+// known lists the keys of B-ARG, provider, and the keys the original's Arguments provider
+// also read: the contact's address and phone numbers, tab and culture.
 var known = map[string]bool{
 	"provider": true, "signon": true, "queryexercises": true, "queryworkouts": true, "id": true,
 	"firstname": true, "lastname": true, "dateofbirth": true, "email": true, "mobile": true,
 	"caseid": true, "openworkout": true,
+	"address": true, "phonehome": true, "phonework": true, "country": true, "zipcode": true, "location": true,
+	"tab": true, "culture": true,
 }
+
+// contactKeys are the optional contact keys that go to selectperson as they are.
+var contactKeys = []string{"email", "mobile", "address", "phonehome", "phonework", "country", "zipcode", "location"}
 
 // Parse reads args (without the program name) with shortDate, the culture's short date
 // pattern in .NET notation (ShortDatePattern; "" reads dates as ISO 8601 only). A value
@@ -54,7 +64,7 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 	for i, arg := range args {
 		key, value, ok := Pair(arg)
 		if !ok {
-			if i == 0 {
+			if p.XMLPath == "" && IsXMLPath(arg) {
 				p.XMLPath = absolute(arg)
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("argument %d is not key=value: ignored", i+1))
@@ -71,6 +81,12 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 		values[key] = value
 	}
 	p.Provider = values["provider"]
+	p.Culture = values["culture"]
+	if values["tab"] != "" {
+		// The original chose a tab of its own window; the web application has views
+		// instead, which the other arguments open (queryexercises, queryworkouts, openworkout).
+		p.Warnings = append(p.Warnings, "argument \"tab\" ignored: the web application has no tabs")
+	}
 
 	var cmds []command.Command
 	add := func(name command.Name, args map[string]any) error {
@@ -94,13 +110,8 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 		}
 	}
 	// 3: the contact.
-	person, warning, err := contact(values, shortDate)
-	if err != nil {
-		return Parsed{}, err
-	}
-	if warning != "" {
-		p.Warnings = append(p.Warnings, warning)
-	}
+	person, warnings := contact(values, shortDate)
+	p.Warnings = append(p.Warnings, warnings...)
 	if person != nil {
 		if err := add(command.SelectPerson, person); err != nil {
 			return Parsed{}, err
@@ -124,8 +135,10 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 }
 
 // contact builds selectperson's arguments when id, firstname and lastname are all given
-// (B-ARG-1); otherwise it warns, naming what is missing, if any contact key was given.
-func contact(values map[string]string, shortDate string) (map[string]any, string, error) {
+// (B-ARG-1); otherwise it warns, naming what is missing, if any contact key was given. A
+// date of birth that reads neither as ISO 8601 nor in the culture's short date pattern is
+// left out with a warning, as the original did, and the person is still selected.
+func contact(values map[string]string, shortDate string) (map[string]any, []string) {
 	var missing, given []string
 	for _, k := range []string{"id", "firstname", "lastname"} {
 		if values[k] == "" {
@@ -134,41 +147,52 @@ func contact(values map[string]string, shortDate string) (map[string]any, string
 			given = append(given, k)
 		}
 	}
-	for _, k := range []string{"dateofbirth", "email", "mobile"} {
+	for _, k := range append([]string{"dateofbirth"}, contactKeys...) {
 		if values[k] != "" {
 			given = append(given, k)
 		}
 	}
 	if len(missing) > 0 {
 		if len(given) == 0 {
-			return nil, "", nil
+			return nil, nil
 		}
-		return nil, fmt.Sprintf("no contact selected: id, firstname and lastname are all needed, %s missing",
-			strings.Join(missing, " and ")), nil
+		return nil, []string{fmt.Sprintf("no contact selected: id, firstname and lastname are all needed, %s missing",
+			strings.Join(missing, " and "))}
 	}
 	person := map[string]any{"customid": values["id"], "firstname": values["firstname"], "lastname": values["lastname"]}
+	var warnings []string
 	if v := values["dateofbirth"]; v != "" {
-		t, err := parseDate(v, shortDate)
-		if err != nil {
-			return nil, "", &command.Error{Name: command.SelectPerson, Fields: []personspec.FieldError{{Field: "dateofbirth", Reason: err.Error()}}}
+		if t, err := culture.ParseDate(v, shortDate); err == nil {
+			person["dateofbirth"] = t.Format(time.DateOnly)
+		} else {
+			warnings = append(warnings, "dateofbirth left out: "+err.Error())
 		}
-		person["dateofbirth"] = t.Format(time.DateOnly)
 	}
-	for _, k := range []string{"email", "mobile"} {
+	for _, k := range contactKeys {
 		if v := values[k]; v != "" {
 			person[k] = v
 		}
 	}
-	return person, "", nil
+	return person, warnings
+}
+
+// IsXMLPath tells whether arg names an .xml file: not key=value, and ending in .xml in any
+// case (C:\export\input.xml, ./INPUT.XML).
+func IsXMLPath(arg string) bool {
+	if _, _, ok := Pair(arg); ok {
+		return false
+	}
+	return len(arg) > len(".xml") && strings.EqualFold(filepath.Ext(arg), ".xml")
 }
 
 // ForForwarding returns args with the input.xml path, if any, made absolute: a second
 // start hands its arguments to the running instance, whose working folder differs.
 func ForForwarding(args []string) []string {
 	out := slices.Clone(args)
-	if len(out) > 0 {
-		if _, _, ok := Pair(out[0]); !ok {
-			out[0] = absolute(out[0])
+	for i, a := range out {
+		if IsXMLPath(a) {
+			out[i] = absolute(a)
+			break
 		}
 	}
 	return out

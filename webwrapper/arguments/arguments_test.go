@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/culture"
 )
 
 // names gives the commands' names and arguments in order, for comparison.
@@ -96,6 +97,12 @@ func TestParseWarningsAndPath(t *testing.T) {
 		t.Errorf("Provider = %q", p.Provider)
 	}
 	want := []string{`unknown argument "colour" ignored`, "argument 3 is not key=value: ignored", `argument "signon" given twice: the last one counts`}
+	// The .xml file in any position, after the provider as an EHR writes it; a stray
+	// argument before it is no path.
+	if p, _ := Parse([]string{`provider="Svc.Desktop.Legacy3.Component, Svc.Desktop"`, "stray", `C:\export\INPUT.XML`}, ""); p.XMLPath == "" ||
+		!strings.HasSuffix(p.XMLPath, `INPUT.XML`) {
+		t.Errorf("Parse(provider, stray, C:\\export\\INPUT.XML) XMLPath = %q, want the file", p.XMLPath)
+	}
 	if !reflect.DeepEqual(p.Warnings, want) {
 		t.Errorf("Warnings = %q, want %q", p.Warnings, want)
 	}
@@ -117,7 +124,6 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"openworkout=abc"}, "openworkout: id: must be an integer"},
-		{[]string{"id=1", "firstname=A", "lastname=B", "dateofbirth=1.7.1950"}, "selectperson: dateofbirth: must be a date"},
 		{[]string{"caseid=" + strings.Repeat("x", 200)}, "setcase: caseid: too long"},
 	} {
 		p, err := Parse(tt.args, "")
@@ -131,11 +137,52 @@ func TestForForwarding(t *testing.T) {
 	abs, _ := filepath.Abs("in.xml")
 	for _, tt := range []struct{ args, want []string }{
 		{[]string{"in.xml", "x=y"}, []string{abs, "x=y"}},
-		{[]string{"id=1", "in.xml"}, []string{"id=1", "in.xml"}},
+		{[]string{"id=1", "in.xml"}, []string{"id=1", abs}},
+		{[]string{"provider=x", "stray", "in.xml", "other.xml"}, []string{"provider=x", "stray", abs, "other.xml"}},
 		{nil, nil},
 	} {
 		if got := ForForwarding(tt.args); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ForForwarding(%q) = %q, want %q", tt.args, got, tt.want)
 		}
+	}
+}
+
+func TestParseUsesCulture(t *testing.T) {
+	p, err := Parse([]string{"id=1", "firstname=A", "lastname=B", "dateofbirth=7/1/1950"}, culture.PatternForLocale("en_US"))
+	if err != nil || len(p.Commands) != 1 || p.Commands[0].Args["dateofbirth"] != "1950-07-01" {
+		t.Fatalf("Parse in en_US = %+v, %v; want dateofbirth 1950-07-01", p.Commands, err)
+	}
+}
+
+// A date of birth that reads in no format is left out with a warning, as the original
+// did; the person is still selected.
+func TestParseUnreadableDateOfBirth(t *testing.T) {
+	p, err := Parse([]string{"id=1", "firstname=A", "lastname=B", "dateofbirth=31.31.1950"}, culture.PatternForLocale("nb_NO"))
+	if err != nil || len(p.Commands) != 1 || p.Commands[0].Args["dateofbirth"] != nil {
+		t.Fatalf("Parse = %+v, %v; want selectperson without dateofbirth", p.Commands, err)
+	}
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "dateofbirth left out") || strings.Contains(w, "1950") {
+		t.Errorf("warnings = %q, want dateofbirth left out, without the value", p.Warnings)
+	}
+}
+
+// The original's Arguments provider also read the contact's address and phone numbers,
+// tab and culture.
+func TestParseOriginalKeys(t *testing.T) {
+	p, err := Parse([]string{"id=1", "firstname=A", "lastname=B", "address=Storgata 1", "phonehome=22 22 22 22",
+		"phonework=23 23 23 23", "country=NO", "zipcode=0155", "location=Oslo", "tab=workouts", "culture=nb-NO"}, "")
+	if err != nil || len(p.Commands) != 1 {
+		t.Fatalf("Parse = %+v, %v", p.Commands, err)
+	}
+	want := map[string]any{"customid": "1", "firstname": "A", "lastname": "B", "address": "Storgata 1", "phonehome": "22 22 22 22",
+		"phonework": "23 23 23 23", "country": "NO", "zipcode": "0155", "location": "Oslo"}
+	if !reflect.DeepEqual(p.Commands[0].Args, want) {
+		t.Errorf("selectperson args = %#v, want %#v", p.Commands[0].Args, want)
+	}
+	if p.Culture != "nb-NO" {
+		t.Errorf("Culture = %q, want nb-NO", p.Culture)
+	}
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, `"tab" ignored`) || strings.Contains(w, "unknown") {
+		t.Errorf("warnings = %q, want tab ignored and no unknown key", p.Warnings)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnergate/partnergate/personspec"
+	"github.com/partnergate/partnergate/webwrapper/culture"
 )
 
 // Name is a command's method name, lower-case as the original wrapper matched it.
@@ -34,6 +35,7 @@ const (
 	GetListOfUsers       Name = "getlistofusers"
 	SetCustomID          Name = "setcustomid"
 	SelectPerson         Name = "selectperson"
+	Log                  Name = "log" // undocumented in the original: turns logging on, answers nothing
 
 	SignOn         Name = "signon"         // Args "user": the calling program's user name (B-SSO)
 	QueryExercises Name = "queryexercises" // Args "text": the search text, may be empty
@@ -56,13 +58,17 @@ type Command struct {
 	Args map[string]any
 	// Source is FromArguments, FromXML or FromPipe.
 	Source string
+	// Warnings name what New left out rather than refusing the command, as the original
+	// did: a selectperson gender or date of birth it cannot read, a profile entry without
+	// a key. They never quote a value.
+	Warnings []string
 }
 
 // NeedsSignIn tells whether the command must wait until someone is signed in: everything
 // but the window commands, version and signon, which comes before the sign-in.
 func (c Command) NeedsSignIn() bool {
 	switch c.Name {
-	case Hide, Show, Version, Close, SignOn:
+	case Hide, Show, Version, Close, SignOn, Log:
 		return false
 	}
 	return true
@@ -80,7 +86,7 @@ const (
 // fields lists every command and the arguments it reads. Selectperson's other members are
 // personspec's to judge; unknown arguments of the other commands are ignored.
 var fields = map[Name]map[string]kind{
-	Hide: {}, Show: {}, Version: {}, Close: {},
+	Hide: {}, Show: {}, Version: {}, Close: {}, Log: {},
 	GetWorkoutsForClient: {"customid": text, "userid": integer, "from": date},
 	OpenWorkout:          {"id": integer},
 	GetListOfUsers:       {"customid": text},
@@ -152,6 +158,17 @@ func New(name string, args map[string]any, source string) (Command, error) {
 	}
 	if errs != nil {
 		return Command{}, &Error{Name: n, Fields: errs}
+	}
+	switch n {
+	case GetWorkoutsForClient:
+		// The original took userid when it is above 0, else customid; "0" is no userid.
+		if id, _ := c.Args["userid"].(int64); id == 0 {
+			delete(c.Args, "userid")
+		} else if id > 0 {
+			delete(c.Args, "customid")
+		}
+	case SelectPerson:
+		c.Warnings = lenientPerson(c.Args)
 	}
 	if err := Validate(c); err != nil {
 		return Command{}, err
@@ -234,8 +251,6 @@ func Validate(c Command) error {
 		case v.failed("customid") || v.failed("userid"):
 		case !v.has("customid") && !v.has("userid"):
 			v.fail("customid", "required unless userid is given")
-		case v.has("customid") && v.has("userid"):
-			v.fail("userid", "give customid or userid, not both")
 		}
 	case OpenWorkout:
 		v.require("id")
@@ -323,6 +338,72 @@ func (v *validator) check(key string, k kind) {
 			v.fail(key, "contains a control character")
 		}
 	}
+}
+
+// lenientPerson reads selectperson's gender, date of birth and profile entries as the
+// original did, before personspec judges the rest: a gender that starts with M or m is
+// male, with F, f, K or k (the Scandinavian kvinne, kvinna, kvinde) female, and any other
+// is left out; a date of birth that is not yyyy-MM-dd is read in the user's culture
+// (culture.ShortDatePattern, as the Arguments protocol reads it) and left out when it reads
+// in no format; a profile entry without a key is left out, since the service cannot use
+// its value. Each one left out is a warning, never quoting the value.
+func lenientPerson(args map[string]any) (warnings []string) {
+	if v, ok := args["gender"]; ok && v != nil {
+		s, _ := v.(string)
+		switch g := strings.TrimSpace(s); {
+		case g == "":
+			delete(args, "gender")
+		case strings.ContainsRune("Mm", rune(g[0])):
+			args["gender"] = "male"
+		case strings.ContainsRune("FfKk", rune(g[0])):
+			args["gender"] = "female"
+		default:
+			delete(args, "gender")
+			warnings = append(warnings, "gender left out: neither male (M…) nor female (F…, K…)")
+		}
+	}
+	if v, ok := args["dateofbirth"]; ok && v != nil {
+		s, _ := v.(string)
+		switch s = strings.TrimSpace(s); {
+		case s == "":
+			delete(args, "dateofbirth")
+		default:
+			if _, err := personspec.ParseProfileDate(s); err == nil && len(s) == len(time.DateOnly) {
+				args["dateofbirth"] = s
+				break
+			}
+			if t, err := culture.ParseDate(s, culture.ShortDatePattern()); err == nil {
+				args["dateofbirth"] = t.Format(time.DateOnly)
+				break
+			}
+			delete(args, "dateofbirth")
+			warnings = append(warnings, "dateofbirth left out: "+culture.ErrDate.Error())
+		}
+	}
+	if items, ok := args["profiledata"].([]any); ok {
+		kept := make([]any, 0, len(items))
+		for i, item := range items {
+			if m, ok := item.(map[string]any); ok && !hasKey(m) {
+				warnings = append(warnings, fmt.Sprintf("profiledata[%d] left out: it has no key", i))
+				continue
+			}
+			kept = append(kept, item)
+		}
+		args["profiledata"] = kept
+	}
+	return warnings
+}
+
+// hasKey tells whether a profile entry has a key that is not blank, in any case of the
+// member's name; a key of another type counts, so that personspec refuses it.
+func hasKey(entry map[string]any) bool {
+	for k, v := range entry {
+		if strings.EqualFold(k, "key") {
+			s, isString := v.(string)
+			return v != nil && (!isString || strings.TrimSpace(s) != "")
+		}
+	}
+	return false
 }
 
 // selectPerson runs personspec's decoder, the app service's own, over the arguments.

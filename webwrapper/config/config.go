@@ -13,14 +13,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"golang.org/x/text/encoding/htmlindex"
 )
 
-// Section is the userSettings section of the original program's settings class.
-const Section = "Svc.Client.WebWrapper.Properties.Settings"
+// Section is the section of the original program's settings class, <vendor>.Properties.
+// Settings, under <applicationSettings> and <userSettings> as Visual Studio writes them.
+const Section = "Svc.Properties.Settings"
 
 // Config is the merged settings of one start.
 type Config struct {
@@ -34,10 +36,15 @@ type Config struct {
 // same rule (webwrapper.config).
 func AppPath(exe string) string { return exe + ".config" }
 
-// UserPath is the per-user user.config under the user's config folder. The .NET path
-// holds a hash of the install that cannot be recomputed, so the wrapper keeps its own.
+// UserPath is the per-user user.config: on Windows under %LocalAppData%\<vendor>\, where
+// the interface puts it (B-CFG-USER) and .NET keeps it, elsewhere under the user's config
+// folder. The .NET path below the vendor's folder holds a hash of the install that cannot
+// be recomputed, so the wrapper keeps its own: <vendor>\<product>\user.config.
 func UserPath(vendor, product string) (string, error) {
 	dir, err := os.UserConfigDir()
+	if runtime.GOOS == "windows" {
+		dir, err = os.UserCacheDir() // %LocalAppData%
+	}
 	if err != nil {
 		return "", fmt.Errorf("finding the user config folder: %w", err)
 	}

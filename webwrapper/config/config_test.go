@@ -3,8 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/internal/wintest"
 )
 
 const appConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
@@ -23,7 +26,7 @@ const appConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
 const userConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
 <configuration>
     <userSettings>
-        <Svc.Client.WebWrapper.Properties.Settings>
+        <Svc.Properties.Settings>
             <setting name="CheckForUpdates" serializeAs="String">
                 <value>False</value>
             </setting>
@@ -42,7 +45,7 @@ const userConfig = "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
             <setting name="Recent" serializeAs="Xml">
                 <value><ArrayOfString><string>x</string></ArrayOfString></value>
             </setting>
-        </Svc.Client.WebWrapper.Properties.Settings>
+        </Svc.Properties.Settings>
         <Other.Settings>
             <setting name="Kept" serializeAs="String"><value>yes</value></setting>
         </Other.Settings>
@@ -59,7 +62,7 @@ func write(t *testing.T, path, s string) {
 
 func load(t *testing.T, app, user string) (*Config, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	appPath := AppPath(filepath.Join(dir, "Svc.Client.WebWrapper.exe"))
 	userPath := filepath.Join(dir, "user", "user.config")
 	if app != "" {
@@ -243,7 +246,7 @@ func TestSaveRoundTrip(t *testing.T) {
 }
 
 func TestFirstSaveMakesFolder(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	userPath := filepath.Join(dir, "Vendor", "Product", "user.config")
 	c, err := Load(filepath.Join(dir, "none.config"), userPath)
 	if err != nil {
@@ -269,7 +272,7 @@ func TestEncodings(t *testing.T) {
 }
 
 func TestBrokenFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write(t, filepath.Join(dir, "a.config"), "<configuration><appSettings>")
 	if _, err := Load(filepath.Join(dir, "a.config"), filepath.Join(dir, "user.config")); err == nil {
 		t.Errorf("Load of a broken file = nil error")
@@ -283,6 +286,49 @@ func TestUserPath(t *testing.T) {
 	}
 	if !strings.HasSuffix(p, filepath.Join("Vendor", "Product", "user.config")) {
 		t.Errorf("UserPath() = %q", p)
+	}
+	// B-CFG-USER: under %localappdata%\<vendor>\ on Windows.
+	if runtime.GOOS == "windows" {
+		want := filepath.Join(os.Getenv("LOCALAPPDATA"), "Vendor", "Product", "user.config")
+		if os.Getenv("LOCALAPPDATA") == "" || !strings.EqualFold(p, want) {
+			t.Errorf("UserPath() = %q, want %q", p, want)
+		}
+	}
+}
+
+// An installation's .exe.config in the layout Visual Studio writes for the original's
+// settings class: <applicationSettings> and <userSettings> under Svc.Properties.Settings.
+func TestApplicationSettingsLayout(t *testing.T) {
+	app := "\xef\xbb\xbf" + `<?xml version="1.0" encoding="utf-8"?>
+<configuration>
+  <configSections>
+    <sectionGroup name="applicationSettings" type="System.Configuration.ApplicationSettingsGroup, System">
+      <section name="Svc.Properties.Settings" type="System.Configuration.ClientSettingsSection, System" requirePermission="false"/>
+    </sectionGroup>
+  </configSections>
+  <applicationSettings>
+    <Svc.Properties.Settings>
+      <setting name="AppUrl" serializeAs="String"><value>https://svc.example/signin/</value></setting>
+      <setting name="ProtocolProvider" serializeAs="String"><value>Svc.Desktop.Arguments.Component, Svc.Desktop</value></setting>
+    </Svc.Properties.Settings>
+    <Other.Properties.Settings>
+      <setting name="Debug" serializeAs="String"><value>True</value></setting>
+    </Other.Properties.Settings>
+  </applicationSettings>
+  <userSettings>
+    <Svc.Properties.Settings>
+      <setting name="MinimizeOnExit" serializeAs="String"><value>False</value></setting>
+    </Svc.Properties.Settings>
+  </userSettings>
+</configuration>`
+	c, _ := load(t, app, "")
+	for name, want := range map[string]string{
+		AppUrl: "https://svc.example/signin/", ProtocolProvider: "Svc.Desktop.Arguments.Component, Svc.Desktop",
+		MinimizeOnExit: "False", Debug: "False",
+	} {
+		if got := c.String(name); got != want {
+			t.Errorf("String(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/partnergate/partnergate/internal/wintest"
 )
 
 // chromiumPath is Debian's chromium, which the test machine has (scripts/test-deps.sh).
@@ -37,7 +39,7 @@ func start(t *testing.T, o Options, visible bool) (*Chrome, string) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	// Chromium keeps its singleton socket in a folder under TMPDIR, which a browser that is
 	// killed (TestChromeWindowClosed) never removes: keep it in the test's folder.
 	t.Setenv("TMPDIR", dir)
@@ -276,17 +278,22 @@ func TestCandidates(t *testing.T) {
 		{"darwin", true, "/Applications/Microsoft Edge.app/Contents/MacOS/Microsoft Edge"},
 	}
 	for _, tt := range tests {
-		got := candidates(tt.goos, tt.preferEdge, env)
+		got := candidates(tt.goos, tt.preferEdge, env, func(string) string { return "" })
 		if got[0] != tt.first {
 			t.Errorf("candidates(%q, %v)[0] = %q, want %q", tt.goos, tt.preferEdge, got[0], tt.first)
 		}
 	}
-	win := candidates("windows", false, env)
+	win := candidates("windows", false, env, func(string) string { return "" })
 	if !slices.Contains(win, `C:\PF\Google\Chrome\Application\chrome.exe`) || slices.ContainsFunc(win, func(s string) bool { return strings.HasPrefix(s, `\`) }) {
 		t.Errorf("candidates(windows) = %q, want Program Files paths and none for unset variables", win)
 	}
 	if i, j := slices.Index(win, "chrome.exe"), slices.Index(win, "msedge.exe"); i > j {
 		t.Errorf("candidates(windows) = %q, want Chrome before Edge", win)
+	}
+	// A registered path (App Paths) comes first for each browser.
+	reg := func(exe string) string { return map[string]string{"msedge.exe": `D:\Edge\msedge.exe`}[exe] }
+	if got := candidates("windows", true, env, reg); got[0] != `D:\Edge\msedge.exe` || got[1] != "msedge.exe" {
+		t.Errorf("candidates(windows, Edge registered) = %q, want the registered path first", got)
 	}
 }
 

@@ -9,19 +9,26 @@ import (
 )
 
 // FindBrowser finds a Chromium-family browser: on Windows Chrome, then Edge (Edge first
-// with preferEdge, the WebViewBrowser setting: the newer engine of the operating system);
-// elsewhere Debian's chromium first.
+// with preferEdge, the WebViewBrowser setting: the newer engine of the operating system),
+// each where its installer registered it (the App Paths key of the current user, then of
+// the machine, as the Windows shell finds chrome.exe and msedge.exe), then on PATH, then
+// in its usual folders; elsewhere Debian's chromium first. Without any, the wrapper cannot
+// start: the error names the browsers it looked for.
 func FindBrowser(preferEdge bool) (string, error) {
-	for _, c := range candidates(runtime.GOOS, preferEdge, os.Getenv) {
+	for _, c := range candidates(runtime.GOOS, preferEdge, os.Getenv, appPath) {
 		if p, err := exec.LookPath(c); err == nil {
 			return p, nil
 		}
 	}
+	if runtime.GOOS == "windows" {
+		return "", errors.New("finding a browser: neither Microsoft Edge nor Google Chrome is installed (App Paths, PATH, Program Files, LocalAppData)")
+	}
 	return "", errors.New("finding a browser: no Chromium, Chrome or Edge is installed")
 }
 
-// candidates lists the browsers to try on goos, in order.
-func candidates(goos string, preferEdge bool, getenv func(string) string) []string {
+// candidates lists the browsers to try on goos, in order; appPath gives a Windows
+// executable's registered path ("" when none).
+func candidates(goos string, preferEdge bool, getenv func(string) string, appPath func(string) string) []string {
 	// under is the path below the folder of the environment variable env, or nothing
 	// when env is unset (a relative path would be looked up in the working folder).
 	under := func(env, path string) []string {
@@ -30,13 +37,19 @@ func candidates(goos string, preferEdge bool, getenv func(string) string) []stri
 		}
 		return nil
 	}
+	registered := func(exe string) []string {
+		if p := appPath(exe); p != "" {
+			return []string{p}
+		}
+		return nil
+	}
 	switch goos {
 	case "windows":
-		chrome := slices.Concat([]string{"chrome.exe"},
+		chrome := slices.Concat(registered("chrome.exe"), []string{"chrome.exe"},
 			under("ProgramFiles", `Google\Chrome\Application\chrome.exe`),
 			under("ProgramFiles(x86)", `Google\Chrome\Application\chrome.exe`),
 			under("LocalAppData", `Google\Chrome\Application\chrome.exe`))
-		edge := slices.Concat([]string{"msedge.exe"},
+		edge := slices.Concat(registered("msedge.exe"), []string{"msedge.exe"},
 			under("ProgramFiles(x86)", `Microsoft\Edge\Application\msedge.exe`),
 			under("ProgramFiles", `Microsoft\Edge\Application\msedge.exe`))
 		if preferEdge {

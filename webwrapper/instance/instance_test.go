@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partnergate/partnergate/internal/wintest"
 )
 
 // The test binary re-executes itself as another wrapper start when helperEnv is set:
@@ -75,7 +77,7 @@ func acquire(t *testing.T, dir string, args ...string) (bool, *Instance) {
 // killed, the next start becomes the running instance, and a later process forwards to it
 // and exits 0.
 func TestKilledInstanceLeavesNoLock(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	hold := helper(t, "hold", dir)
 	out, err := hold.StdoutPipe()
 	if err != nil {
@@ -127,7 +129,7 @@ func TestKilledInstanceLeavesNoLock(t *testing.T) {
 }
 
 func TestForwardInProcess(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	primary, inst := acquire(t, dir)
 	if !primary {
 		t.Fatalf("first Acquire: primary = false")
@@ -154,7 +156,7 @@ func TestForwardInProcess(t *testing.T) {
 
 // A start gives up when the lock is held but nobody answers, rather than hanging.
 func TestNoAnswer(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	primary, inst := acquire(t, dir)
 	if !primary {
 		t.Fatal("first Acquire: primary = false")

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/transform"
 
 	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/culture"
 )
 
 // maxFile bounds what Read loads; an input.xml holds one person.
@@ -188,9 +189,14 @@ func (in input) commands() ([]command.Command, error) {
 		}
 		args[c.arg] = v
 	}
-	if _, err := time.Parse(time.DateOnly, in.elements["born"]); err != nil {
-		return nil, errors.New("element born must be a date YYYY-MM-dd")
+	// born is read as dateofbirth is: ISO 8601, else the user's culture. It is required
+	// by the interface's table, so one that reads in no format refuses the file (which is
+	// kept) rather than being left out.
+	born, err := culture.ParseDate(in.elements["born"], culture.ShortDatePattern())
+	if err != nil {
+		return nil, errors.New("element born must be a date YYYY-MM-dd or in the system's short date format")
 	}
+	args["dateofbirth"] = born.Format(time.DateOnly)
 	person, err := command.New(string(command.SelectPerson), args, command.FromXML)
 	if err != nil {
 		return nil, elementError(err)

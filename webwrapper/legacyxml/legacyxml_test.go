@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -25,7 +26,7 @@ var wantPerson = map[string]any{"customid": "1001", "firstname": "Åsa", "lastna
 // write saves content as input.xml in a fresh folder and returns its path.
 func write(t *testing.T, content []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "input.xml")
+	path := filepath.Join(wintest.TempDir(t), "input.xml")
 	if err := os.WriteFile(path, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestReadErrorsKeepTheFile(t *testing.T) {
 		{"firstname missing", without("firstname"), "element firstname is missing or empty"},
 		{"customer number missing", without("source_customerno"), "element source_customerno is missing or empty"},
 		{"lastname empty", strings.Replace("<exorinput>"+person+"</exorinput>", "Ørnø-Müller", " ", 1), "element lastname is missing or empty"},
-		{"born not ISO", strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "01.07.1950", 1), "element born must be a date YYYY-MM-dd"},
+		{"born in no format", strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "1950/31/31", 1), "element born must be a date YYYY-MM-dd"},
 		{"firstname too long", strings.Replace("<exorinput>"+person+"</exorinput>", "Åsa", strings.Repeat("a", 300), 1), "element firstname: too long"},
 		{"element twice", "<exorinput>" + person + "<born>1950-07-01</born></exorinput>", "element born appears twice"},
 		{"nested", strings.Replace("<exorinput>"+person+"</exorinput>", "Åsa", "<b>Åsa</b>", 1), "element firstname must hold text only"},
@@ -165,8 +166,18 @@ func TestReadErrorsKeepTheFile(t *testing.T) {
 	}
 }
 
+// born is read as dateofbirth: ISO 8601, else in the user's culture.
+func TestReadBornInCulture(t *testing.T) {
+	wintest.ShortDate(t, "nb_NO.UTF-8", "dd.MM.yyyy")
+	path := write(t, []byte(strings.Replace("<exorinput>"+person+"</exorinput>", "1950-07-01", "01.07.1950", 1)))
+	cmds, _, err := Read(path)
+	if err != nil || len(cmds) == 0 || cmds[0].Args["dateofbirth"] != "1950-07-01" {
+		t.Fatalf("Read(born 01.07.1950 in nb_NO) = %v, %v; want dateofbirth 1950-07-01", cmds, err)
+	}
+}
+
 func TestReadMissingFileAndSize(t *testing.T) {
-	if _, _, err := Read(filepath.Join(t.TempDir(), "input.xml")); err == nil || !strings.Contains(err.Error(), "reading input file") {
+	if _, _, err := Read(filepath.Join(wintest.TempDir(t), "input.xml")); err == nil || !strings.Contains(err.Error(), "reading input file") {
 		t.Errorf("Read(missing) = %v", err)
 	}
 	path := write(t, []byte("<exorinput>"+person+strings.Repeat(" ", maxFile)+"</exorinput>"))

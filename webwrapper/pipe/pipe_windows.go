@@ -24,13 +24,17 @@ func listen(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the current user: %v", err)
 	}
-	// D:P protected DACL; A;;GA full access for the user alone.
-	sddl := "D:P(A;;GA;;;" + user.User.Sid.String() + ")"
-	ln, err := winio.ListenPipe(path, &winio.PipeConfig{SecurityDescriptor: sddl, InputBufferSize: 64 << 10, OutputBufferSize: 64 << 10})
+	ln, err := winio.ListenPipe(path, &winio.PipeConfig{SecurityDescriptor: userOnly(user.User.Sid), InputBufferSize: 64 << 10, OutputBufferSize: 64 << 10})
 	if err != nil {
 		return nil, fmt.Errorf("opening the pipe: %v", err)
 	}
 	return ln, nil
+}
+
+// userOnly is the pipe's security descriptor: a protected DACL (D:P, no inherited entries)
+// with one entry granting the user full access (A;;GA), so nobody else may open it.
+func userOnly(sid *windows.SID) string {
+	return "D:P(A;;GA;;;" + sid.String() + ")"
 }
 
 func dial(ctx context.Context, path string) (net.Conn, error) {

@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,6 +32,15 @@ func TestDecodeRequest(t *testing.T) {
 		{"no method", `{"Args":{}}`, command.Command{}, "request needs Method"},
 		{"method not a string", `{"Method":3}`, command.Command{}, "request needs Method"},
 		{"method twice", `{"Method":"show","method":"hide"}`, command.Command{}, `request member "method" appears twice`},
+		// encoding/json keeps the last of two identical names: the wrapper would close.
+		{"identical method twice", `{"Method":"show","Method":"close"}`, command.Command{}, `request member "method" appears twice`},
+		{"identical args twice", `{"Method":"show","Args":{},"Args":{}}`, command.Command{}, `request member "args" appears twice`},
+		{"identical argument twice", `{"Method":"openworkout","Args":{"id":1,"id":2}}`, command.Command{}, `request member "id" appears twice`},
+		{"profile entry member twice", `{"Method":"selectperson","Args":{"customid":"1","firstname":"A","lastname":"B","profiledata":[{"key":"a","KEY":"b"}]}}`,
+			command.Command{}, `request member "key" appears twice`},
+		{"same name in two objects", `{"Method":"openworkout","Args":{"id":1,"x":{"id":2}}}`,
+			command.Command{Name: command.OpenWorkout, Args: map[string]any{"id": int64(1), "x": map[string]any{"id": json.Number("2")}}}, ""},
+		{"too deep", `{"Method":"show","Args":{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}}`, command.Command{}, "nested deeper"},
 		{"args not an object", `{"Method":"show","Args":"x"}`, command.Command{}, "request Args must be a JSON object"},
 		{"unknown method", `{"Method":"Format"}`, command.Command{}, `unknown command "format"`},
 		{"invalid args", `{"Method":"openworkout","Args":{}}`, command.Command{}, "openworkout: id: required"},

@@ -11,9 +11,10 @@ import (
 )
 
 // Handler runs one command. It returns the reply to write, or hasReply false to close
-// without one (show, hide, close, openworkout and selectperson may do so: the original's
-// clients do not read a reply for them). An error is answered {"error": "<message>"}, so
-// its text must not quote a person's data.
+// without one (show, hide, close and openworkout do so: the original's clients do not read
+// a reply for them). An error is answered {"error": "<message>"}, so its text must not
+// quote a person's data. ctx ends when the client disconnects, or when the server stops:
+// a command may wait for the sign-in as long as its client waits for the answer.
 type Handler func(ctx context.Context, c command.Command) (reply []byte, hasReply bool, err error)
 
 // Time limits of one connection. The request follows the connect at once in every known
@@ -91,6 +92,9 @@ func serveConn(ctx context.Context, conn net.Conn, h Handler) {
 		reply(conn, errorReply(err))
 		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go watchHangUp(conn, cancel)
 	out, has, err := h(ctx, c)
 	switch {
 	case err != nil:
@@ -101,6 +105,18 @@ func serveConn(ctx context.Context, conn net.Conn, h Handler) {
 			return
 		}
 		reply(conn, out)
+	}
+}
+
+// watchHangUp cancels when the client hangs up: a client sends nothing after its request,
+// so a read ends only when the connection does (or when serveConn closes it).
+func watchHangUp(conn net.Conn, cancel context.CancelFunc) {
+	var b [512]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			cancel()
+			return
+		}
 	}
 }
 

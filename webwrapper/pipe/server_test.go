@@ -11,10 +11,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -42,7 +44,7 @@ func fakeHandler(calls *atomic.Int32) Handler {
 // start runs a server for a made-up process id in a fresh runtime folder.
 func start(t *testing.T) (srv *Server, calls *atomic.Int32, done chan error) {
 	t.Helper()
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(424242)
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +205,7 @@ func TestServerBadConnections(t *testing.T) {
 }
 
 func TestServerStops(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(4242)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +241,7 @@ func TestServerStops(t *testing.T) {
 }
 
 func TestStaleSocketReplaced(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	path, _ := Path(77)
 	// A socket nobody listens on, as a killed process leaves it.
 	ln, err := net.Listen("unix", path)
@@ -257,7 +259,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 
 func TestPathFallback(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	tmp := t.TempDir()
+	tmp := wintest.TempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	path, err := Path(5)
 	if err != nil {
@@ -273,5 +275,89 @@ func TestPathFallback(t *testing.T) {
 	}
 	if _, err := Path(5); err == nil {
 		t.Fatal("Path accepted a folder of mode 0777")
+	}
+}
+
+// A runtime folder that others may write to is not used: the socket goes to the user's
+// private folder under the temporary folder instead.
+func TestPathRuntimeDirChecked(t *testing.T) {
+	tmp := wintest.TempDir(t)
+	t.Setenv("TMPDIR", tmp)
+	private := filepath.Join(tmp, "svcpipe-"+strconv.Itoa(os.Getuid()), "svcpipe.5")
+	for _, tt := range []struct {
+		name string
+		mode os.FileMode
+		want string // "runtime" = in the runtime folder
+	}{
+		{"0700", 0o700, "runtime"},
+		{"0755", 0o755, "runtime"},
+		{"1777", os.ModeSticky | 0o777, private},
+		{"0770", 0o770, private},
+		{"0702", 0o702, private},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(wintest.TempDir(t), "run")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("XDG_RUNTIME_DIR", dir)
+			want := tt.want
+			if want == "runtime" {
+				want = filepath.Join(dir, "svcpipe.5")
+			}
+			if got, err := Path(5); err != nil || got != want {
+				t.Errorf("Path(5) with XDG_RUNTIME_DIR of mode %v = %q, %v; want %q", tt.mode, got, err, want)
+			}
+		})
+	}
+	// A link to a private folder is not the folder: it may be swapped.
+	link := filepath.Join(wintest.TempDir(t), "link")
+	if err := os.Symlink(wintest.TempDir(t), link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", link)
+	if got, _ := Path(5); got != private {
+		t.Errorf("Path(5) with XDG_RUNTIME_DIR a symbolic link = %q, want %q", got, private)
+	}
+}
+
+// A handler's context ends when its client hangs up, so that a command waiting for the
+// sign-in waits exactly as long as its client does.
+func TestHandlerContextEndsWithClient(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
+	srv, err := Listen(4343)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting, ended := make(chan struct{}), make(chan struct{})
+	go srv.Serve(ctx, func(ctx context.Context, c command.Command) ([]byte, bool, error) {
+		close(waiting)
+		<-ctx.Done()
+		close(ended)
+		return nil, false, ctx.Err()
+	})
+	conn, err := net.Dial("unix", srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMessage(conn, []byte(`{"Method":"getlistofusers"}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-waiting
+	select {
+	case <-ended:
+		t.Fatal("the handler's context ended while the client was still connected")
+	case <-time.After(200 * time.Millisecond):
+	}
+	conn.Close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end when the client hung up")
 	}
 }

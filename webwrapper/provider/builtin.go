@@ -5,6 +5,7 @@ import (
 
 	"github.com/partnergate/partnergate/webwrapper/arguments"
 	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/culture"
 	"github.com/partnergate/partnergate/webwrapper/legacyxml"
 )
 
@@ -19,18 +20,20 @@ func init() {
 type argumentsProvider struct{}
 
 func (argumentsProvider) Commands(args []string) ([]command.Command, []string, error) {
-	p, err := arguments.Parse(args, arguments.ShortDatePattern())
+	p, err := arguments.Parse(args, culture.ShortDatePattern())
 	if err != nil {
 		return nil, p.Warnings, err
 	}
 	if p.XMLPath != "" {
-		p.Warnings = append(p.Warnings, "argument 1 is not key=value: ignored")
+		p.Warnings = append(p.Warnings, "an .xml file argument is ignored: the Arguments provider reads key=value only")
 	}
 	return p.Commands, p.Warnings, nil
 }
 
-// xmlProvider is B-XML: the input.xml named by the first argument. Other arguments
-// (but provider=) belong to the Arguments provider and are ignored with a warning.
+// xmlProvider is B-XML: the input.xml named by the first argument that names an .xml
+// file, in any position, as the original took it (provider=… C:\export\input.xml works).
+// Other arguments (but provider=) belong to the Arguments provider and are ignored with a
+// warning.
 type xmlProvider struct{}
 
 func (xmlProvider) Commands(args []string) ([]command.Command, []string, error) {
@@ -39,10 +42,10 @@ func (xmlProvider) Commands(args []string) ([]command.Command, []string, error) 
 	for i, a := range args {
 		k, _, ok := arguments.Pair(a)
 		switch {
-		case !ok && i == 0:
+		case !ok && path == "" && arguments.IsXMLPath(a):
 			path = a
 		case !ok:
-			warnings = append(warnings, fmt.Sprintf("argument %d is not key=value: ignored", i+1))
+			warnings = append(warnings, fmt.Sprintf("argument %d is not key=value nor the first .xml file: ignored", i+1))
 		case k != "provider":
 			warnings = append(warnings, fmt.Sprintf("argument %q ignored: the XML provider reads only the file (provider=%q reads arguments)", k, Arguments))
 		}

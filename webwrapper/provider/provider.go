@@ -86,13 +86,26 @@ func ForArgs(args []string, configured string) (Provider, error) {
 	return Lookup(name)
 }
 
-// normalise lets a hand-written name match: the spaces around the comma and the case do
-// not count (.NET's are case-sensitive, but no two providers differ in case only).
+// normalise lets a name match as .NET's Type.GetType reads an assembly-qualified type
+// name: "Type, Assembly" followed by any of the assembly's attributes (", Version=2.1.5.0,
+// Culture=neutral, PublicKeyToken=null"), which do not choose the provider here: a build
+// carries one version of each. The spaces around the commas and the case do not count
+// either (.NET's type names are case-sensitive, but no two providers differ in case only).
+// A part after the assembly that is not Name=Value keeps the whole name, which then
+// matches nothing.
 func normalise(name string) string {
-	typ, assembly, _ := strings.Cut(strings.ToLower(name), ",")
-	typ, assembly = strings.TrimSpace(typ), strings.TrimSpace(assembly)
-	if assembly == "" {
-		return typ
+	parts := strings.Split(strings.ToLower(name), ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
 	}
-	return typ + ", " + assembly
+	if len(parts) == 1 || (len(parts) == 2 && parts[1] == "") {
+		return parts[0]
+	}
+	for _, attr := range parts[2:] {
+		k, v, ok := strings.Cut(attr, "=")
+		if !ok || strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" {
+			return strings.Join(parts, ", ")
+		}
+	}
+	return parts[0] + ", " + parts[1]
 }

@@ -3,10 +3,10 @@ package provider
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -20,9 +20,18 @@ func TestLookup(t *testing.T) {
 		{"Svc.Desktop.Arguments.Component, Svc.Desktop", argumentsProvider{}},
 		{"svc.desktop.arguments.component,Svc.Desktop", argumentsProvider{}},
 		{"  Svc.Desktop.Arguments.Component ,  Svc.Desktop ", argumentsProvider{}},
+		// Assembly-qualified, as Type.GetType accepts it.
+		{"Svc.Desktop.Arguments.Component, Svc.Desktop, Version=2.1.5.0, Culture=neutral, PublicKeyToken=null", argumentsProvider{}},
+		{"Svc.Desktop.Legacy3.Component, Svc.Desktop, Version=1.0.0.0, Culture=neutral, PublicKeyToken=b77a5c561934e089", xmlProvider{}},
+		{"Svc.Desktop.Legacy3.Component,Svc.Desktop,Version=1.0.0.0", xmlProvider{}},
 	} {
 		if got, err := Lookup(tt.name); err != nil || got != tt.want {
 			t.Errorf("Lookup(%q) = %T, %v; want %T", tt.name, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"Svc.Desktop.Arguments.Component, Svc.Desktop, neutral", "Svc.Desktop.Arguments.Component, Other"} {
+		if _, err := Lookup(bad); err == nil {
+			t.Errorf("Lookup(%q) succeeded, want unknown", bad)
 		}
 	}
 	_, err := Lookup("Svc.Desktop.Legacy2.Component, Svc.Desktop")
@@ -80,18 +89,25 @@ func TestForArgs(t *testing.T) {
 }
 
 func TestXMLProvider(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "input.xml")
+	path := filepath.Join(wintest.TempDir(t), "input.xml")
 	doc := `<exorinput exercisequery="knee"><source_customerno>1</source_customerno><firstname>A</firstname>` +
 		`<lastname>B</lastname><born>1950-07-01</born></exorinput>`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmds, warnings, err := xmlProvider{}.Commands([]string{path, "provider=" + XML, "signon=x", "stray"})
+	// The file after the provider argument, as an EHR writes the command line.
+	cmds, warnings, err := xmlProvider{}.Commands([]string{"provider=" + XML, "signon=x", "stray", path})
 	if err != nil || len(cmds) != 2 || cmds[0].Name != command.SelectPerson || cmds[1].Name != command.QueryExercises {
 		t.Fatalf("Commands = %v, %v; want selectperson and queryexercises", cmds, err)
 	}
-	if len(warnings) != 2 || !strings.Contains(warnings[0], `argument "signon" ignored`) || !strings.Contains(warnings[1], "argument 4") {
+	if len(warnings) != 2 || !strings.Contains(warnings[0], `argument "signon" ignored`) || !strings.Contains(warnings[1], "argument 3") {
 		t.Fatalf("warnings = %q", warnings)
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cmds, _, err := (xmlProvider{}).Commands([]string{path}); err != nil || len(cmds) != 2 {
+		t.Fatalf("Commands(path first) = %v, %v; want two commands", cmds, err)
 	}
 	if cmds, _, err := (xmlProvider{}).Commands(nil); cmds != nil || err != nil {
 		t.Fatalf("Commands(no file) = %v, %v; want nothing", cmds, err)
@@ -102,16 +118,13 @@ func TestXMLProvider(t *testing.T) {
 }
 
 func TestArgumentsProvider(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the culture comes from the operating system there")
-	}
-	t.Setenv("LC_ALL", "nb_NO.UTF-8")
+	wintest.ShortDate(t, "nb_NO.UTF-8", "dd.MM.yyyy")
 	cmds, warnings, err := argumentsProvider{}.Commands([]string{"input.xml", "provider=" + Arguments, "id=1", "firstname=A",
 		"lastname=B", "dateofbirth=01.07.1950"})
 	if err != nil || len(cmds) != 1 || cmds[0].Args["dateofbirth"] != "1950-07-01" {
 		t.Fatalf("Commands = %v, %v; want selectperson born 1950-07-01", cmds, err)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "argument 1 is not key=value") {
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "an .xml file argument is ignored") {
 		t.Fatalf("warnings = %q", warnings)
 	}
 	if _, _, err := (argumentsProvider{}).Commands([]string{"openworkout=x"}); err == nil {

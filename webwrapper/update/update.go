@@ -16,7 +16,9 @@ import (
 	"time"
 )
 
-// Release is the feed document: {"version":"2.1.5.1","url":"https://…/x.msi"}.
+// Release is the feed document of a channel: {"version": "2.1.5.8", "url":
+// "https://…/SvcWebwrapper-2.1.5.8.msi"}. url is the installer of that version; without
+// it, the installer is MSIName(version) next to the feed.
 type Release struct {
 	Version string `json:"version"`
 	URL     string `json:"url"`
@@ -78,6 +80,13 @@ func Check(ctx context.Context, client *http.Client, feed, current string) (Rele
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxFeed)).Decode(&r); err != nil {
 		return Release{}, false, fmt.Errorf("checking for updates: reading feed: %w", err)
 	}
+	if strings.TrimSpace(r.URL) == "" {
+		if _, err := parse(r.Version); err == nil {
+			if base, err := url.Parse(feed); err == nil {
+				r.URL = base.ResolveReference(&url.URL{Path: MSIName(r.Version)}).String()
+			}
+		}
+	}
 	// The link is shown to the user, so only a web address will do.
 	if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return Release{}, false, errors.New("checking for updates: feed has no http(s) download link")
@@ -88,6 +97,10 @@ func Check(ctx context.Context, client *http.Client, feed, current string) (Rele
 	}
 	return r, c > 0, nil
 }
+
+// MSIName is the installer's file name for a version, as scripts/build-windows.sh names
+// it: the version is in the name (VER-2).
+func MSIName(version string) string { return "SvcWebwrapper-" + strings.TrimSpace(version) + ".msi" }
 
 // Compare compares two versions of up to four dotted numbers (2.1.4.19787; missing parts
 // are 0): -1, 0 or +1 as a is older than, equal to or newer than b.

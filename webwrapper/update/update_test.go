@@ -87,6 +87,18 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// A feed without url links the channel's MSI of that version, next to the feed.
+func TestCheckMSINextToFeed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"version":"2.1.5.8"}`))
+	}))
+	defer srv.Close()
+	r, newer, err := Check(context.Background(), srv.Client(), srv.URL+"/webwrapper/beta.json", "2.1.5.7")
+	if err != nil || !newer || r.URL != srv.URL+"/webwrapper/SvcWebwrapper-2.1.5.8.msi" {
+		t.Fatalf("Check() = %+v, %v, %v; want SvcWebwrapper-2.1.5.8.msi next to the feed", r, newer, err)
+	}
+}
+
 // A feed that never answers costs the start nothing: Start returns at once and the
 // result is a timeout error.
 func TestStartNeverDelays(t *testing.T) {

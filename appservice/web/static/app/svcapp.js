@@ -107,6 +107,8 @@ export function install(ready) {
       return e;
     }),
 
+    signOut: () => run(async () => { const f = document.getElementById("signout-form"); if (f) { await fetch(f.action, { method: "POST", body: new URLSearchParams(new FormData(f)), redirect: "manual" }); f.dispatchEvent(new Event("submit")); } }),
+
     showNotice: (text, url) => run(() => {
       showNotice(text, url);
       return undefined;

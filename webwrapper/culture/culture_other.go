@@ -1,6 +1,6 @@
 //go:build !windows
 
-package arguments
+package culture
 
 import "os"
 
@@ -9,7 +9,7 @@ import "os"
 func ShortDatePattern() string {
 	for _, v := range []string{"LC_ALL", "LC_TIME", "LANG"} {
 		if s := os.Getenv(v); s != "" {
-			return patternForLocale(s)
+			return PatternForLocale(s)
 		}
 	}
 	return ""

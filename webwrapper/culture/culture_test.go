@@ -1,7 +1,6 @@
-package arguments
+package culture
 
 import (
-	"runtime"
 	"testing"
 )
 
@@ -34,11 +33,11 @@ func TestDateOfBirthByCulture(t *testing.T) {
 		{"nb_NO", "1950-7-1", ""},
 	} {
 		got := ""
-		if d, err := parseDate(tt.value, patternForLocale(tt.locale)); err == nil {
+		if d, err := ParseDate(tt.value, PatternForLocale(tt.locale)); err == nil {
 			got = d.Format("2006-01-02")
 		}
 		if got != tt.want {
-			t.Errorf("parseDate(%q) in %s = %q, want %q", tt.value, tt.locale, got, tt.want)
+			t.Errorf("ParseDate(%q) in %s = %q, want %q", tt.value, tt.locale, got, tt.want)
 		}
 	}
 }
@@ -58,31 +57,5 @@ func TestParsePatternWindowsForms(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("parsePattern(%q, %q) = %q, want %q", tt.value, tt.pattern, got, tt.want)
 		}
-	}
-}
-
-func TestShortDatePatternFromEnvironment(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("Windows asks the operating system")
-	}
-	for _, tt := range []struct{ all, time, lang, want string }{
-		{"", "", "en_US.UTF-8", "M/d/yyyy"},
-		{"", "nb_NO.UTF-8", "en_US.UTF-8", "dd.MM.yyyy"},
-		{"en_GB.UTF-8", "nb_NO.UTF-8", "en_US.UTF-8", "dd/MM/yyyy"},
-		{"", "", "", ""},
-	} {
-		t.Setenv("LC_ALL", tt.all)
-		t.Setenv("LC_TIME", tt.time)
-		t.Setenv("LANG", tt.lang)
-		if got := ShortDatePattern(); got != tt.want {
-			t.Errorf("ShortDatePattern() with LC_ALL=%q LC_TIME=%q LANG=%q = %q, want %q", tt.all, tt.time, tt.lang, got, tt.want)
-		}
-	}
-}
-
-func TestParseUsesCulture(t *testing.T) {
-	p, err := Parse([]string{"id=1", "firstname=A", "lastname=B", "dateofbirth=7/1/1950"}, patternForLocale("en_US"))
-	if err != nil || len(p.Commands) != 1 || p.Commands[0].Args["dateofbirth"] != "1950-07-01" {
-		t.Fatalf("Parse in en_US = %+v, %v; want dateofbirth 1950-07-01", p.Commands, err)
 	}
 }

@@ -1,4 +1,4 @@
-package arguments
+package culture
 
 import (
 	"unsafe"

@@ -1,4 +1,8 @@
-package arguments
+// Package culture reads dates the way the original .NET wrapper did: ISO 8601 first, then
+// the short date pattern of the user's culture, which Windows gives through GetLocaleInfoEx
+// and other systems through the locale environment (B-ARG). The arguments, the input.xml
+// file and the pipe's selectperson all read a date of birth with it.
+package culture
 
 import (
 	"errors"
@@ -29,9 +33,9 @@ var shortDates = map[string]string{
 	"pl": "dd.MM.yyyy",
 }
 
-// patternForLocale gives the short date pattern of a POSIX locale name such as
+// PatternForLocale gives the short date pattern of a POSIX locale name such as
 // "nb_NO.UTF-8" or "de_DE@euro"; "" (ISO only) for C, POSIX and unknown locales.
-func patternForLocale(name string) string {
+func PatternForLocale(name string) string {
 	name, _, _ = strings.Cut(name, ".")
 	name, _, _ = strings.Cut(name, "@")
 	name = strings.ReplaceAll(name, "-", "_")
@@ -42,12 +46,12 @@ func patternForLocale(name string) string {
 	return shortDates[strings.ToLower(lang)]
 }
 
-// errDate is the one error of parseDate; it never quotes the value (a birth date).
-var errDate = errors.New("must be a date yyyy-MM-dd or in the system's short date format")
+// ErrDate is the one error of ParseDate; it never quotes the value (a birth date).
+var ErrDate = errors.New("must be a date yyyy-MM-dd or in the system's short date format")
 
-// parseDate reads a date of birth: ISO 8601 (yyyy-MM-dd, or a date and time of which the
+// ParseDate reads a date of birth: ISO 8601 (yyyy-MM-dd, or a date and time of which the
 // date counts) first, then the culture's short date pattern, as the original did.
-func parseDate(s, pattern string) (time.Time, error) {
+func ParseDate(s, pattern string) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
@@ -57,7 +61,7 @@ func parseDate(s, pattern string) (time.Time, error) {
 		}
 	}
 	if pattern == "" {
-		return time.Time{}, errDate
+		return time.Time{}, ErrDate
 	}
 	return parsePattern(s, pattern)
 }
@@ -70,7 +74,7 @@ func parsePattern(s, pattern string) (time.Time, error) {
 	isField := func(r rune) bool { return r == 'd' || r == 'M' || r == 'y' }
 	fields := strings.FieldsFunc(pattern, func(r rune) bool { return !isField(r) })
 	if len(fields) != 3 {
-		return time.Time{}, errDate
+		return time.Time{}, ErrDate
 	}
 	// The separator is what stands between the first two fields: "." or "/", or ". " as
 	// in Czech "d. M. yyyy", where the space is optional in what people type.
@@ -83,36 +87,36 @@ func parsePattern(s, pattern string) (time.Time, error) {
 		parts = strings.Split(strings.TrimSpace(s), sep)
 	}
 	if len(parts) != 3 {
-		return time.Time{}, errDate
+		return time.Time{}, ErrDate
 	}
 	var day, month, year int
 	for i, f := range fields {
 		p := strings.TrimSpace(parts[i])
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || p == "" || p[0] == '+' || p[0] == '-' {
-			return time.Time{}, errDate
+			return time.Time{}, ErrDate
 		}
 		switch f[0] {
 		case 'd':
 			day = n
 			if len(p) > 2 {
-				return time.Time{}, errDate
+				return time.Time{}, ErrDate
 			}
 		case 'M':
 			month = n
 			if len(p) > 2 {
-				return time.Time{}, errDate
+				return time.Time{}, ErrDate
 			}
 		case 'y':
 			year = n
 			if len(p) != 4 {
-				return time.Time{}, errDate
+				return time.Time{}, ErrDate
 			}
 		}
 	}
 	t := time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC)
 	if t.Day() != day || int(t.Month()) != month || t.Year() != year {
-		return time.Time{}, errDate
+		return time.Time{}, ErrDate
 	}
 	return t, nil
 }

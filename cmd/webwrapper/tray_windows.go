@@ -1,0 +1,4 @@
+package main
+
+// trayHost tells whether a tray can be shown: the Windows taskbar always has one.
+func trayHost() error { return nil }

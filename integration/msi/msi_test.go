@@ -1,0 +1,342 @@
+// Package msi tests the desktop wrapper's Windows program and installer as an integrator's
+// IT department meets them: scripts/build-windows.sh builds two builds of
+// Svc.Client.WebWrapper.exe and their MSIs; the test reads the program's version resource
+// and the MSI's tables (msiinfo), then installs, upgrades and removes the package with
+// Wine's msiexec in a Wine prefix of its own (scripts/wine.sh) and checks the files, the
+// registry value path and the Start-menu shortcut. docs/webwrapper.md says what Wine
+// cannot show.
+package msi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tc-hib/winres"
+	"github.com/tc-hib/winres/version"
+)
+
+// root is the repository, two folders up from this package.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// run runs a command from the repository with env added, and returns its output.
+func run(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = root(t)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// Wine's background programs (wineserver, services.exe) may outlive the command with
+	// its output still open: do not wait for them once the command has exited.
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// builds holds each build made, for the tests of this package to share.
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]string{}
+	buildDir string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if buildDir, err = os.MkdirTemp("", "msi-builds-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(buildDir)
+	os.Exit(code)
+}
+
+// build builds build n of the program and its MSI into a folder of its own, once.
+func build(t *testing.T, n string) (dir, msi string) {
+	t.Helper()
+	buildsMu.Lock()
+	defer buildsMu.Unlock()
+	dir, ok := builds[n]
+	if !ok {
+		dir = filepath.Join(buildDir, n)
+		run(t, nil, "scripts/build-windows.sh", dir, n)
+		builds[n] = dir
+	}
+	msi = filepath.Join(dir, "SvcWebwrapper-2.1.5."+n+".msi")
+	if _, err := os.Stat(msi); err != nil {
+		t.Fatalf("the MSI is not named by its version: %v", err)
+	}
+	return dir, msi
+}
+
+func TestProgramResources(t *testing.T) {
+	dir, _ := build(t, "7")
+	f, err := os.Open(filepath.Join(dir, "files", "Svc.Client.WebWrapper.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rs, err := winres.LoadFromEXE(f)
+	if err != nil {
+		t.Fatalf("reading the program's resources: %v", err)
+	}
+	var vi *version.Info
+	rs.WalkType(winres.RT_VERSION, func(_ winres.Identifier, _ uint16, data []byte) bool {
+		vi, err = version.FromBytes(data)
+		return false
+	})
+	if vi == nil || err != nil {
+		t.Fatalf("no version resource (%v)", err)
+	}
+	if vi.FileVersion != [4]uint16{2, 1, 5, 7} || vi.ProductVersion != [4]uint16{2, 1, 5, 7} {
+		t.Errorf("fixed file version %v, product version %v; want 2.1.5.7", vi.FileVersion, vi.ProductVersion)
+	}
+	raw, _ := vi.MarshalJSON()
+	var doc struct {
+		Info map[string]map[string]string `json:"info"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	strs := doc.Info["0409"]
+	for k, want := range map[string]string{"FileVersion": "2.1.5.7", "ProductVersion": "2.1.5.7", "ProductName": "Svc Webwrapper",
+		"CompanyName": "Svc", "OriginalFilename": "Svc.Client.WebWrapper.exe"} {
+		if strs[k] != want {
+			t.Errorf("version string %s = %q, want %q", k, strs[k], want)
+		}
+	}
+	icons := 0
+	rs.WalkType(winres.RT_GROUP_ICON, func(winres.Identifier, uint16, []byte) bool { icons++; return true })
+	if icons == 0 {
+		t.Error("the program has no icon")
+	}
+	lic, err := os.ReadFile(filepath.Join(dir, "files", "LICENSES.txt"))
+	if err != nil || !bytes.Contains(lic, []byte("github.com/chromedp/chromedp")) || !bytes.Contains(lic, []byte("github.com/Microsoft/go-winio")) {
+		t.Errorf("LICENSES.txt lacks the modules compiled in (%v)", err)
+	}
+}
+
+// msiTable exports one table as rows of tab-separated columns, without its three header
+// lines.
+func msiTable(t *testing.T, msi, table string) [][]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(run(t, nil, "msiinfo", "export", msi, table), "\n"), "\n")
+	var rows [][]string
+	for _, l := range lines[min(3, len(lines)):] {
+		rows = append(rows, strings.Split(strings.TrimRight(l, "\r"), "\t"))
+	}
+	return rows
+}
+
+func hasRow(rows [][]string, want ...string) bool {
+	for _, r := range rows {
+		if len(r) < len(want) {
+			continue
+		}
+		match := true
+		for i, w := range want {
+			if w != "*" && r[i] != w {
+				match = false
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMSITables(t *testing.T) {
+	_, msi := build(t, "7")
+	if s := run(t, nil, "msiinfo", "suminfo", msi); !strings.Contains(s, "Template: x64;1033") || !strings.Contains(s, "Subject: Svc Webwrapper 2.1.5.7") {
+		t.Errorf("summary information:\n%s", s)
+	}
+	for _, tt := range []struct {
+		table string
+		row   []string
+	}{
+		{"Property", []string{"ProductVersion", "2.1.5.7"}},
+		{"Property", []string{"ProductName", "Svc Webwrapper"}},
+		{"Property", []string{"ALLUSERS", "2"}},
+		{"Property", []string{"MSIINSTALLPERUSER", "1"}}, // per user: no administrator rights
+		{"Directory", []string{"VendorFolder", "AppDataFolder", "Svc"}},
+		{"Directory", []string{"ProductFolder", "VendorFolder", "Svc Webwrapper"}},
+		{"Directory", []string{"INSTALLDIR", "ProductFolder", "2.1.5.7"}}, // a folder per version
+		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe"}},
+		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe.config"}},
+		{"File", []string{"*", "Program", "svcpipe.exe"}},
+		{"File", []string{"*", "Program", "LICENSES.txt"}},
+		{"Registry", []string{"*", "1", `Software\Svc\Svc Webwrapper`, "path", "[INSTALLDIR]", "Program"}}, // HKCU
+		{"Shortcut", []string{"*", "ProgramMenuFolder", "Svc Webwrapper", "StartMenuShortcut", "[INSTALLDIR]Svc.Client.WebWrapper.exe"}},
+		{"Upgrade", []string{"{6F1D3C52-2B0E-4E57-9B1A-6C0F4B1D2A51}", "0.0.0", "2.1.6", "", "256", "", "OLDERVERSIONS"}},
+		{"InstallExecuteSequence", []string{"RemoveExistingProducts"}},
+	} {
+		if rows := msiTable(t, msi, tt.table); !hasRow(rows, tt.row...) {
+			t.Errorf("table %s has no row %q:\n%q", tt.table, tt.row, rows)
+		}
+	}
+}
+
+// wine is a Wine prefix of the test's own.
+type wine struct {
+	t      *testing.T
+	prefix string
+}
+
+func newWine(t *testing.T) *wine {
+	t.Helper()
+	w := &wine{t: t, prefix: t.TempDir()}
+	run(t, nil, "scripts/wine.sh", "prefix", w.prefix) // leaves one wineserver running
+	t.Cleanup(func() {
+		// The prefix's wineserver goes before its folder is removed.
+		cmd := exec.Command("wineserver", "-k")
+		cmd.Env = append(os.Environ(), w.env()...)
+		_ = cmd.Run()
+		cmd = exec.Command("wineserver", "-w")
+		cmd.Env = append(os.Environ(), w.env()...)
+		_ = cmd.Run()
+	})
+	return w
+}
+
+func (w *wine) env() []string {
+	return []string{"WINEPREFIX=" + w.prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml="}
+}
+
+func (w *wine) run(args ...string) string {
+	w.t.Helper()
+	return run(w.t, w.env(), "wine", args...)
+}
+
+// unix is the Linux path of a Windows path in the prefix (C: only).
+func (w *wine) unix(win string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(win, `C:\`), `c:\`)
+	return filepath.Join(w.prefix, "drive_c", filepath.FromSlash(strings.ReplaceAll(rest, `\`, "/")))
+}
+
+// registeredPath reads HKCU\Software\Svc\Svc Webwrapper path, "" when there is none.
+func (w *wine) registeredPath() string {
+	w.t.Helper()
+	cmd := exec.Command("wine", "reg", "query", `HKCU\Software\Svc\Svc Webwrapper`, "/v", "path")
+	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.SplitN(strings.TrimSpace(l), "    ", 3); len(f) == 3 && f[0] == "path" {
+			return strings.TrimSpace(f[2])
+		}
+	}
+	return ""
+}
+
+const appData = `C:\users\root\AppData\Roaming`
+
+func TestInstallUpgradeRemove(t *testing.T) {
+	dir7, msi7 := build(t, "7")
+	dir8, msi8 := build(t, "8")
+	w := newWine(t)
+	userDir := strings.Replace(appData, `\root\`, `\`+wineUser(w)+`\`, 1)
+	lnk := w.unix(userDir + `\Microsoft\Windows\Start Menu\Programs\Svc Webwrapper.lnk`)
+	files := []string{"Svc.Client.WebWrapper.exe", "Svc.Client.WebWrapper.exe.config", "svcpipe.exe", "LICENSES.txt"}
+	checkInstalled := func(winDir, from string) {
+		t.Helper()
+		for _, f := range files {
+			got, err := os.ReadFile(filepath.Join(w.unix(winDir), f))
+			want, _ := os.ReadFile(filepath.Join(from, "files", f))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("installed %s\\%s: %v, same as built %v", winDir, f, err, bytes.Equal(got, want))
+			}
+		}
+		if got := w.registeredPath(); !strings.EqualFold(strings.TrimRight(got, `\`), winDir) {
+			t.Errorf("HKCU\\Software\\Svc\\Svc Webwrapper path = %q, want %q", got, winDir)
+		}
+		if _, err := os.Stat(lnk); err != nil {
+			t.Errorf("Start-menu shortcut: %v", err)
+		}
+		// The installed pipe client runs: its usage, exit status 2.
+		cmd := exec.Command("wine", winDir+`\svcpipe.exe`, "-h")
+		cmd.Env = append(os.Environ(), w.env()...)
+		cmd.WaitDelay = 10 * time.Second
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "svcpipe (-pid N | -path P)") {
+			t.Errorf("the installed svcpipe.exe -h printed %q", out)
+		}
+	}
+	checkGone := func(winDir string, filesToo bool) {
+		t.Helper()
+		for _, f := range files {
+			if !filesToo {
+				break
+			}
+			if _, err := os.Stat(filepath.Join(w.unix(winDir), f)); !os.IsNotExist(err) {
+				t.Errorf("%s\\%s after removal: %v, want it gone", winDir, f, err)
+			}
+		}
+		if got := w.registeredPath(); got != "" {
+			t.Errorf("path after removal = %q, want none", got)
+		}
+		if _, err := os.Stat(lnk); !os.IsNotExist(err) {
+			t.Errorf("shortcut after removal: %v, want it gone", err)
+		}
+	}
+
+	// The default folder: %AppData%\Svc\Svc Webwrapper\<version>, path written at install.
+	v7 := userDir + `\Svc\Svc Webwrapper\2.1.5.7`
+	v8 := userDir + `\Svc\Svc Webwrapper\2.1.5.8`
+	w.run("msiexec", "/i", msi7, "/qn")
+	checkInstalled(v7, dir7)
+
+	// A newer build replaces it: one folder, the new one, and path moves there.
+	w.run("msiexec", "/i", msi8, "/qn")
+	checkInstalled(v8, dir8)
+	if _, err := os.Stat(w.unix(v7)); !os.IsNotExist(err) {
+		t.Errorf("%s after the upgrade: %v, want it gone", v7, err)
+	}
+	w.run("msiexec", "/x", msi8, "/qn")
+	checkGone(v8, true)
+	if _, err := os.Stat(w.unix(v8)); !os.IsNotExist(err) {
+		t.Errorf("%s after removal: %v, want it gone", v8, err)
+	}
+
+	// INSTALLDIR puts it elsewhere.
+	custom := `C:\Programs\EHR\Webwrapper`
+	w.run("msiexec", "/i", msi7, "INSTALLDIR="+custom, "/qn")
+	checkInstalled(custom, dir7)
+	// Wine's msiexec /x resolves the folder from the package's default, not from where
+	// INSTALLDIR put it, and leaves those files (Windows Installer removes them where it
+	// installed them); registry value and shortcut go (docs/webwrapper.md, "Under Wine").
+	w.run("msiexec", "/x", msi7, "/qn")
+	checkGone(custom, false)
+}
+
+// wineUser is the prefix's user name, the name of its folder under C:\users.
+func wineUser(w *wine) string {
+	entries, _ := os.ReadDir(filepath.Join(w.prefix, "drive_c", "users"))
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "Public" && e.Name() != "public" {
+			return e.Name()
+		}
+	}
+	return "root"
+}
