@@ -19,9 +19,10 @@
 --   organization's contact of the same id became a person without one. Such a person (no
 --   partner id, made by a partner link, its custom id still the id 0003 gave it, which a
 --   person of the same partner holds, and no other ssn than that person's) becomes that
---   member's record in its organization again, with the id as its partner id where no record
---   of its organization holds it. Else, with the same ssn hash as a member of its partner, it
---   joins that member; else, with a member account, it is a member of its own.
+--   member's record in its organization again. Else, with the same ssn hash as a member of
+--   its partner, it joins that member; else, with a member account, it is a member of its
+--   own. A stray that joined a member gets its custom id as its partner id when the id is
+--   that member's and no record of its organization holds it.
 -- - A member left with two accounts (0003's strays had their own) keeps the account of its
 --   oldest person, or else its oldest account; the other accounts are retired (no member, no
 --   sessions): a Go link signs in to the kept one, which sees every clinic's plans.
