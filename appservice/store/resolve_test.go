@@ -313,6 +313,44 @@ func TestConcurrentFirstLinks(t *testing.T) {
 	}
 }
 
+// TestConcurrentFirstLinksOfTwoClinics: the first links of one contact id from two
+// organizations at once make a record in each and one member with one account.
+func TestConcurrentFirstLinksOfTwoClinics(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					l := goLink([]string{"org-a", "org-b"}[i%2], "c-new", "new@example.com")
+					_, err := s.ResolveLink(context.Background(), l)
+					errs <- err
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("concurrent ResolveLink = %v, want nil", err)
+				}
+			}
+			for table, want := range map[string]int{"organizations": 2, "persons": 2, "person_partner_ids": 2, "members": 1, "member_identities": 1, "accounts": 1} {
+				if n := count(t, s, table); n != want {
+					t.Errorf("%s has %d rows after concurrent first links from two clinics, want %d", table, n, want)
+				}
+			}
+			var linked int
+			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT id FROM members)", nil, &linked)
+			if linked != 2 {
+				t.Errorf("records of the member = %d, want both clinics' 2", linked)
+			}
+		})
+	}
+}
+
 func TestNormalizeSSN(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"010190-12345", "01019012345"},
