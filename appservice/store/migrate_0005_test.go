@@ -5,12 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/internal/pgtest"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/personspec"
 )
@@ -130,13 +128,7 @@ func contactOf(id, first, last string) linkspec.Contact {
 // session or a login code, on SQLite and PostgreSQL, and works with the new code after:
 // each clinic sees and changes only its own record, and the member sees every clinic's plans.
 func TestMigrate0005ClinicRecords(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") }},
-		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
-	} {
+	for _, b := range emptyDatabases() {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := b.dsn(t)

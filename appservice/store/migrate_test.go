@@ -201,6 +201,21 @@ func TestConcurrentOpenSQLite(t *testing.T) {
 	}
 }
 
+// emptyDatabases names an empty SQLite file (in a folder not made yet) and an empty
+// PostgreSQL database, for tests that open them their own way.
+func emptyDatabases() []struct {
+	name string
+	dsn  func(t *testing.T) string
+} {
+	return []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "data", "app.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
+	}
+}
+
 // TestSchemaNewerRefused: a binary opening a database that a newer binary migrated (its
 // version table above the newest embedded migration) refuses to start, naming both
 // versions and what to do, and changes nothing; Migrate refuses it alike.
@@ -209,13 +224,7 @@ func TestSchemaNewerRefused(t *testing.T) {
 	if err != nil || known < 4 {
 		t.Fatalf("newest() = %d, %v, want the newest embedded migration", known, err)
 	}
-	for _, b := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") }},
-		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
-	} {
+	for _, b := range emptyDatabases() {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := b.dsn(t)
@@ -248,13 +257,7 @@ func TestSchemaNewerRefused(t *testing.T) {
 // versions before and after; a second run changes nothing; the service then opens it.
 func TestMigrateOnly(t *testing.T) {
 	known, _ := newest()
-	for _, b := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "data", "app.db") }},
-		{"postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }},
-	} {
+	for _, b := range emptyDatabases() {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := b.dsn(t)

@@ -185,9 +185,8 @@ ORDER BY updated_at DESC, id DESC LIMIT 1`), orgID, sel.CustomID).Scan(&id); err
 		}
 		if id == 0 {
 			created = true
-			if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (organization_id, custom_id, firstname, middlename, lastname, birthdate, gender,
-	email, mobile, diagnosis, phone_home, phone_work, address, country, zipcode, location, extra, created_at, updated_at)
-VALUES (?, ?, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '{}', ?, ?) RETURNING id`), orgID, sel.CustomID, now, now).Scan(&id); err != nil {
+			var err error
+			if id, err = s.newRecord(ctx, tx, orgID, sel.CustomID, sql.NullString{}, now); err != nil {
 				return err
 			}
 		}
@@ -225,6 +224,15 @@ WHERE id = ? AND organization_id = ?`), sel.Firstname, sel.Lastname, sel.Email, 
 		return nil, false, 0, err
 	}
 	return p, created, matched, nil
+}
+
+// newRecord creates an empty record of orgID, which the caller then fills.
+func (s *Store) newRecord(ctx context.Context, tx *sql.Tx, orgID int64, customID string, ssnHash sql.NullString, now int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (organization_id, custom_id, ssn_hash, firstname, middlename, lastname, birthdate, gender,
+	email, mobile, diagnosis, phone_home, phone_work, address, country, zipcode, location, extra, created_at, updated_at)
+VALUES (?, ?, ?, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '{}', ?, ?) RETURNING id`), orgID, customID, ssnHash, now, now).Scan(&id)
+	return id, err
 }
 
 // mergeExtra returns the record's stored unknown members with add laid over them, as JSON.

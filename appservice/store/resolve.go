@@ -213,10 +213,7 @@ WHERE x.organization_id = ? AND x.partner_person_id = ?`), r.OrganizationID, c.I
 		}
 		if r.PersonID == 0 {
 			r.PersonCreated = true
-			if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (organization_id, custom_id, ssn_hash, firstname, middlename, lastname, birthdate, gender,
-	email, mobile, diagnosis, phone_home, phone_work, address, country, zipcode, location, extra, created_at, updated_at)
-VALUES (?, ?, ?, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '{}', ?, ?) RETURNING id`),
-				r.OrganizationID, c.ID, hash, now, now).Scan(&r.PersonID); err != nil {
+			if r.PersonID, err = s.newRecord(ctx, tx, r.OrganizationID, c.ID, hash, now); err != nil {
 				return err
 			}
 		}

@@ -279,31 +279,38 @@ func TestRequestIDSingleUse(t *testing.T) {
 	}
 }
 
+// resolveAtOnce resolves link(i) for i in 0..7 at once and fails the test on any error.
+func resolveAtOnce(t *testing.T, s *Store, link func(i int) Link) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := s.ResolveLink(context.Background(), link(i))
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent ResolveLink = %v, want nil", err)
+		}
+	}
+}
+
 func TestConcurrentFirstLinks(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.open(t, newClock())
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					l := goLink("org-new", "c-new", "new@example.com")
-					if i%2 == 0 {
-						l = mainLink("e-new", "org-new", "c-new")
-					}
-					_, err := s.ResolveLink(context.Background(), l)
-					errs <- err
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Errorf("concurrent ResolveLink = %v, want nil", err)
+			resolveAtOnce(t, s, func(i int) Link {
+				if i%2 == 0 {
+					return mainLink("e-new", "org-new", "c-new")
 				}
-			}
+				return goLink("org-new", "c-new", "new@example.com")
+			})
 			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_partner_ids": 1, "members": 1, "member_identities": 1, "employees": 1, "accounts": 1, "links": 8} {
 				if n := count(t, s, table); n != want {
 					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
@@ -319,24 +326,7 @@ func TestConcurrentFirstLinksOfTwoClinics(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.open(t, newClock())
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					l := goLink([]string{"org-a", "org-b"}[i%2], "c-new", "new@example.com")
-					_, err := s.ResolveLink(context.Background(), l)
-					errs <- err
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Errorf("concurrent ResolveLink = %v, want nil", err)
-				}
-			}
+			resolveAtOnce(t, s, func(i int) Link { return goLink([]string{"org-a", "org-b"}[i%2], "c-new", "new@example.com") })
 			for table, want := range map[string]int{"organizations": 2, "persons": 2, "person_partner_ids": 2, "members": 1, "member_identities": 1, "accounts": 1} {
 				if n := count(t, s, table); n != want {
 					t.Errorf("%s has %d rows after concurrent first links from two clinics, want %d", table, n, want)
