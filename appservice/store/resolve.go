@@ -271,17 +271,23 @@ VALUES (?, ?, ?, ?) ON CONFLICT (organization_id, partner_person_id) DO NOTHING`
 // partners: a partner vouches for its own contacts, not for another partner's.
 func (s *Store) resolveMemberOf(ctx context.Context, tx *sql.Tx, r *Resolved, partner string, c *linkspec.Contact, hash sql.NullString, now int64) error {
 	var member sql.NullInt64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM persons WHERE id = ?`), r.PersonID).Scan(&member); err != nil {
+	var stored sql.NullString
+	var own sql.NullString
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT p.member_id, m.ssn_hash, m.partner_person_id FROM persons p LEFT JOIN members m ON m.id = p.member_id
+WHERE p.id = ?`), r.PersonID).Scan(&member, &stored, &own); err != nil {
 		return err
 	}
+	linked := member.Valid
 	if !member.Valid {
-		err := tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`), partner, c.ID).Scan(&member)
+		err := tx.QueryRowContext(ctx, s.q(`SELECT m.id, m.ssn_hash, m.partner_person_id FROM member_identities i JOIN members m ON m.id = i.member_id
+WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&member, &stored, &own)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 	}
 	if !member.Valid && hash.Valid {
-		err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM members WHERE partner = ? AND ssn_hash = ? ORDER BY id LIMIT 1`), partner, hash.String).Scan(&member)
+		err := tx.QueryRowContext(ctx, s.q(`SELECT id, ssn_hash, partner_person_id FROM members WHERE partner = ? AND ssn_hash = ? ORDER BY id LIMIT 1`),
+			partner, hash.String).Scan(&member, &stored, &own)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -292,23 +298,25 @@ func (s *Store) resolveMemberOf(ctx context.Context, tx *sql.Tx, r *Resolved, pa
 VALUES (?, ?, ?, ?, ?) RETURNING id`), partner, c.ID, hash, now, now).Scan(&member); err != nil {
 			return err
 		}
+		stored, own = hash, sql.NullString{String: c.ID, Valid: true}
 	}
 	r.MemberID = member.Int64
-	if err := s.addMemberID(ctx, tx, r, partner, c.ID, now); err != nil {
+	taken, err := s.addMemberID(ctx, tx, r, partner, c.ID, now)
+	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE persons SET member_id = ? WHERE id = ? AND member_id IS NULL`), r.MemberID, r.PersonID); err != nil {
-		return err
+	if taken {
+		// A concurrent first link made the member (PostgreSQL): read it as it is.
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT ssn_hash, partner_person_id FROM members WHERE id = ?`), r.MemberID).Scan(&stored, &own); err != nil {
+			return err
+		}
 	}
-	if !hash.Valid {
-		return nil
+	if !linked {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE persons SET member_id = ? WHERE id = ? AND member_id IS NULL`), r.MemberID, r.PersonID); err != nil {
+			return err
+		}
 	}
-	var stored sql.NullString
-	var own string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT ssn_hash, partner_person_id FROM members WHERE id = ?`), r.MemberID).Scan(&stored, &own); err != nil {
-		return err
-	}
-	if stored == hash {
+	if !hash.Valid || stored == hash {
 		return nil
 	}
 	var n int
@@ -316,43 +324,48 @@ VALUES (?, ?, ?, ?, ?) RETURNING id`), partner, c.ID, hash, now, now).Scan(&memb
 		partner, hash.String, r.MemberID).Scan(&n); err != nil {
 		return err
 	}
-	if n > 0 || (stored.Valid && c.ID != own) {
+	if n > 0 || (stored.Valid && c.ID != own.String) {
 		r.SSNConflict = true
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE members SET ssn_hash = ?, updated_at = ? WHERE id = ?`), hash.String, now, r.MemberID)
+	_, err = tx.ExecContext(ctx, s.q(`UPDATE members SET ssn_hash = ?, updated_at = ? WHERE id = ?`), hash.String, now, r.MemberID)
 	return err
 }
 
-// addMemberID records (partner, id) as an id of r.MemberID. An id another member holds stays
-// with it: on PostgreSQL that may be a concurrent first link of the same id from another
-// organization, recorded since the lookup; when this link made its member, it takes that
-// member instead. Otherwise the partner's ids and numbers disagree (Resolved.SSNConflict).
-func (s *Store) addMemberID(ctx context.Context, tx *sql.Tx, r *Resolved, partner, id string, now int64) error {
-	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO member_identities (partner, partner_person_id, member_id, created_at)
-VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partner, id, r.MemberID, now)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
+// addMemberID records (partner, id) as an id of r.MemberID unless it is one already. An id
+// another member holds stays with it: on PostgreSQL that may be a concurrent first link of
+// the same id from another organization, recorded since the lookup; when this link made its
+// member, it takes that member instead and reports it taken. Otherwise the partner's ids and
+// numbers disagree (Resolved.SSNConflict).
+func (s *Store) addMemberID(ctx context.Context, tx *sql.Tx, r *Resolved, partner, id string, now int64) (taken bool, err error) {
 	var holder int64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`),
-		partner, id).Scan(&holder); err != nil {
-		return err
+	err = tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`), partner, id).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, s.q(`INSERT INTO member_identities (partner, partner_person_id, member_id, created_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partner, id, r.MemberID, now); err != nil {
+			return false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return false, err
+		}
+		err = tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`), partner, id).Scan(&holder)
+	}
+	if err != nil {
+		return false, err
 	}
 	switch {
 	case holder == r.MemberID:
 	case r.MemberCreated:
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM members WHERE id = ?`), r.MemberID); err != nil {
-			return err
+			return false, err
 		}
 		r.MemberID, r.MemberCreated = holder, false
+		return true, nil
 	default:
 		r.SSNConflict = true
 	}
-	return nil
+	return false, nil
 }
 
 // resolveMember finds or creates the member account of r.MemberID and signs the link in to
