@@ -238,3 +238,60 @@ func accountOf(t *testing.T, s *Store, id int64) *Account {
 	}
 	return a
 }
+
+// TestMemberIdentityOnlyFromItsOwnContact: what identifies the human to every clinic (the
+// member's ssn hash, its partner ids, the records it links) changes only through the
+// member's own contact; another clinic's disagreeing number or id is a conflict that moves
+// nothing, while that clinic's own record follows its links.
+func TestMemberIdentityOnlyFromItsOwnContact(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			a := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-a", "Clinic A", kariAtA()))
+			bLink := kariAtB()
+			bResolved := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", bLink))
+
+			// B's link now carries another number: B's record takes it, the member does not.
+			bLink.SSN = "01019099999"
+			r := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", bLink))
+			if r.PersonID != bResolved.PersonID || r.MemberID != a.MemberID || !r.SSNConflict {
+				t.Errorf("B's link with another number = %+v, want B's record, A's member, a conflict", r)
+			}
+			var recordHash, memberHash string
+			queryRow(t, s, "SELECT ssn_hash FROM persons WHERE id = ?", []any{r.PersonID}, &recordHash)
+			queryRow(t, s, "SELECT ssn_hash FROM members WHERE id = ?", []any{a.MemberID}, &memberHash)
+			if recordHash != s.ssnHash("01019099999") || memberHash != s.ssnHash(kariSSN) {
+				t.Errorf("after B's number: record hash changed %v, member hash kept %v; want true, true",
+					recordHash == s.ssnHash("01019099999"), memberHash == s.ssnHash(kariSSN))
+			}
+			// A third clinic still finds the member by Kari's number, not by B's.
+			c := linkspec.Contact{ID: "c-third", SSN: kariSSN, Firstname: "Kari", Lastname: "N"}
+			if r := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-c", "Clinic C", c)); r.MemberID != a.MemberID {
+				t.Errorf("Clinic C by Kari's number = member %d, want %d", r.MemberID, a.MemberID)
+			}
+			// A's own contact corrects the member's number.
+			own := kariAtA()
+			own.SSN = "17057554321"
+			if r := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-a", "Clinic A", own)); r.SSNConflict || r.MemberID != a.MemberID {
+				t.Errorf("A's link with a corrected number = %+v, want no conflict", r)
+			}
+			queryRow(t, s, "SELECT ssn_hash FROM members WHERE id = ?", []any{a.MemberID}, &memberHash)
+			if memberHash != s.ssnHash("17057554321") {
+				t.Error("the member's number after its own contact corrected it is not the corrected one")
+			}
+
+			// Another human's id in B's link: B's record stays with its member.
+			other := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-x", "Clinic X", linkspec.Contact{ID: "c-other", SSN: "02029012345", Firstname: "Per", Lastname: "Berg"}))
+			bLink.ID, bLink.SSN = "c-other", "01019099999"
+			r = mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", bLink))
+			if r.PersonID != bResolved.PersonID || r.MemberID != a.MemberID || !r.SSNConflict {
+				t.Errorf("B's link with Per's id and B's record's number = %+v, want B's record, Kari's member, a conflict", r)
+			}
+			var holder int64
+			queryRow(t, s, "SELECT member_id FROM member_identities WHERE partner = 'demo' AND partner_person_id = 'c-other'", nil, &holder)
+			if holder != other.MemberID {
+				t.Errorf("c-other belongs to member %d after B's link, want Per's %d", holder, other.MemberID)
+			}
+		})
+	}
+}
