@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,31 +26,50 @@ func TestIdentityResolution(t *testing.T) {
 			s := b.open(t, newClock())
 			first := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "01019012345"))
 
-			t.Run("by partner id in another organization", func(t *testing.T) {
+			t.Run("by partner id in another organization: its own record, the same member", func(t *testing.T) {
 				r := mustResolve(t, s, mainLink("e1", "org2", "c1"))
-				if r.PersonID != first.PersonID || r.PersonCreated || r.SSNConflict {
-					t.Errorf("resolved %+v, want person %d found by id", r, first.PersonID)
+				if r.PersonID == first.PersonID || !r.PersonCreated || r.MemberID != first.MemberID || r.MemberCreated || r.SSNConflict {
+					t.Errorf("resolved %+v, want a new record of org2 for member %d", r, first.MemberID)
 				}
 				p, err := s.Person(ctx, r.OrganizationID, r.PersonID)
-				if err != nil || p.CustomID != "c1" {
-					t.Errorf("Person in org2 = %+v, %v, want linked with custom id c1", p, err)
+				if err != nil || p.CustomID != "c1" || strings.Join(p.PartnerIDs, ",") != "c1" || p.BirthDate != "1990-01-01" {
+					t.Errorf("Person in org2 = %+v, %v, want custom id c1, partner id c1 and the link's birthdate", p, err)
+				}
+				if _, err := s.Person(ctx, r.OrganizationID, first.PersonID); !errors.Is(err, ErrNotFound) {
+					t.Errorf("Person(org2, org1's record) = %v, want ErrNotFound", err)
 				}
 			})
-			t.Run("by ssn among the partner's persons adds the id", func(t *testing.T) {
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org3", "c1-other"), "010190-12345"))
+			t.Run("by ssn within the organization adds the id", func(t *testing.T) {
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-other"), "010190-12345"))
 				if r.PersonID != first.PersonID || r.PersonCreated {
-					t.Errorf("resolved %+v, want person %d found by ssn", r, first.PersonID)
+					t.Errorf("resolved %+v, want record %d found by ssn", r, first.PersonID)
 				}
 				again := mustResolve(t, s, mainLink("e1", "org1", "c1-other"))
 				if again.PersonID != first.PersonID {
-					t.Errorf("link by the added id = person %d, want %d", again.PersonID, first.PersonID)
+					t.Errorf("link by the added id = record %d, want %d", again.PersonID, first.PersonID)
+				}
+				if p, _ := s.Person(ctx, r.OrganizationID, r.PersonID); strings.Join(p.PartnerIDs, ",") != "c1,c1-other" {
+					t.Errorf("partner ids = %q, want c1,c1-other", p.PartnerIDs)
+				}
+			})
+			t.Run("by ssn in another organization: its own record, the same member", func(t *testing.T) {
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org3", "c1-third"), "01019012345"))
+				if r.PersonID == first.PersonID || !r.PersonCreated || r.MemberID != first.MemberID {
+					t.Errorf("resolved %+v, want a new record of org3 for member %d", r, first.MemberID)
+				}
+				if p, _ := s.Person(ctx, r.OrganizationID, r.PersonID); strings.Join(p.PartnerIDs, ",") != "c1-third" {
+					t.Errorf("org3's partner ids = %q, want only org3's c1-third", p.PartnerIDs)
+				}
+				// The id is the member's now: a fourth organization's link without ssn finds it.
+				if r4 := mustResolve(t, s, mainLink("e1", "org4", "c1-third")); r4.MemberID != first.MemberID {
+					t.Errorf("org4's link by the member's id = member %d, want %d", r4.MemberID, first.MemberID)
 				}
 			})
 			t.Run("ssn of another partner's person does not match", func(t *testing.T) {
 				l := withSSN(mainLink("e1", "org1", "c1"), "01019012345")
 				l.Partner = "other"
-				if r := mustResolve(t, s, l); r.PersonID == first.PersonID || !r.PersonCreated {
-					t.Errorf("resolved %+v, want a new person of partner other", r)
+				if r := mustResolve(t, s, l); r.PersonID == first.PersonID || !r.PersonCreated || !r.MemberCreated {
+					t.Errorf("resolved %+v, want a new record and member of partner other", r)
 				}
 			})
 			t.Run("unknown id and ssn create a person", func(t *testing.T) {
@@ -64,10 +84,12 @@ func TestIdentityResolution(t *testing.T) {
 				if r.PersonID != first.PersonID || !r.SSNConflict {
 					t.Errorf("resolved %+v, want person %d with SSNConflict", r, first.PersonID)
 				}
-				var n int
-				queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE ssn_hash = ?", []any{s.ssnHash("02029012345")}, &n)
-				if n != 1 {
-					t.Errorf("persons holding the conflicting hash = %d, want 1", n)
+				for _, table := range []string{"persons", "members"} {
+					var n int
+					queryRow(t, s, "SELECT COUNT(*) FROM "+table+" WHERE ssn_hash = ?", []any{s.ssnHash("02029012345")}, &n)
+					if n != 1 {
+						t.Errorf("%s holding the conflicting hash = %d, want 1", table, n)
+					}
 				}
 				if r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-x"), "01019012345")); r.PersonID != first.PersonID {
 					t.Errorf("person by the kept hash = %d, want %d", r.PersonID, first.PersonID)
@@ -79,8 +101,8 @@ func TestIdentityResolution(t *testing.T) {
 				if r.PersonID != bare.PersonID || r.SSNConflict {
 					t.Errorf("resolved %+v, want person %d, no conflict", r, bare.PersonID)
 				}
-				if r := mustResolve(t, s, withSSN(mainLink("e1", "org2", "c-bare-2"), "03039012345")); r.PersonID != bare.PersonID {
-					t.Errorf("person by the stored hash = %d, want %d", r.PersonID, bare.PersonID)
+				if r := mustResolve(t, s, withSSN(mainLink("e1", "org2", "c-bare-2"), "03039012345")); r.MemberID != bare.MemberID {
+					t.Errorf("member by the stored hash = %d, want %d", r.MemberID, bare.MemberID)
 				}
 				other := mustResolve(t, s, mainLink("e1", "org1", "c-bare-3"))
 				r = mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare-3"), "03039012345"))
@@ -111,8 +133,8 @@ func TestIdentityResolution(t *testing.T) {
 			t.Run("one member account from two organizations", func(t *testing.T) {
 				a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "04049012345"))
 				b := mustResolve(t, s, withSSN(goLink("org2", "m1-elsewhere", "m@example.com"), "04049012345"))
-				if a.PersonID != b.PersonID || a.AccountID != b.AccountID || b.AccountCreated {
-					t.Errorf("Go links from two organizations: %+v and %+v, want one person and one account", a, b)
+				if a.PersonID == b.PersonID || a.MemberID != b.MemberID || a.AccountID != b.AccountID || b.AccountCreated {
+					t.Errorf("Go links from two organizations: %+v and %+v, want two records of one member with one account", a, b)
 				}
 			})
 		})

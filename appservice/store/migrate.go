@@ -18,8 +18,9 @@ import (
 // Provider.
 //
 // Each file of migrations/ becomes a goose Go migration that substitutes the dialect's
-// placeholders (@IDENTITY@, @BLOB@, @NOW@, @CONTACTS_TO_PERSONS@) into the file's one SQL
-// text and runs it in the migration's transaction: goose's own SQL files cannot substitute.
+// placeholders (@IDENTITY@, @BLOB@, @NOW@, and the two steps that differ by dialect,
+// @CONTACTS_TO_PERSONS@ and @PERSONS_PER_ORGANIZATION@) into the file's one SQL text and
+// runs it in the migration's transaction: goose's own SQL files cannot substitute.
 //
 // Versions are kept in the table the earlier hand-written runner made, schema_migrations
 // (version, name, applied_at), through versionTable, a goose database.Store: databases that
@@ -189,6 +190,7 @@ func (s *Store) gooseMigrations() ([]*goose.Migration, map[int64]string, error) 
 func (s *Store) expand(text string) string {
 	return strings.NewReplacer(
 		"@CONTACTS_TO_PERSONS@", s.d.contactsToPersons,
+		"@PERSONS_PER_ORGANIZATION@", s.d.personsPerOrganization,
 		"@IDENTITY@", s.d.identity,
 		"@BLOB@", s.d.blob,
 		"@NOW@", strconv.FormatInt(s.now(), 10),

@@ -15,7 +15,9 @@ import (
 // organization are not found, never shown.
 var ErrNotFound = errors.New("not found")
 
-// Person is a person as one organization knows them. The identity number is never readable.
+// Person is one organization's record of a person: only that organization's links,
+// instructors and wrapper commands read or change it, and another organization's record of
+// the same human is another Person with another id. The identity number is never readable.
 type Person struct {
 	ID         int64
 	CustomID   string // the organization's own id for the person; not unique
@@ -32,10 +34,10 @@ type Person struct {
 	Country    string
 	Zipcode    string
 	Location   string
-	// PartnerIDs are the ids the organization's partner knows the person by.
+	// PartnerIDs are the ids the organization's links gave the record.
 	PartnerIDs []string
 	Extra      map[string]json.RawMessage
-	// UpdatedAt is when the person last changed for this organization.
+	// UpdatedAt is when the record last changed.
 	UpdatedAt time.Time
 }
 
@@ -49,15 +51,14 @@ type ProfileEntry struct {
 	UpdatedAt time.Time
 }
 
-const personColumns = `p.id, po.custom_id, p.firstname, p.middlename, p.lastname, p.birthdate, p.gender, p.email, p.mobile,
-	p.phone_home, p.phone_work, p.address, p.country, p.zipcode, p.location, p.extra, po.updated_at`
+const personColumns = `p.id, p.custom_id, p.firstname, p.middlename, p.lastname, p.birthdate, p.gender, p.email, p.mobile,
+	p.phone_home, p.phone_work, p.address, p.country, p.zipcode, p.location, p.extra, p.updated_at`
 
-// personRows reads persons of orgID selected by where (on persons p and person_organizations
-// po), with their partner ids.
+// personRows reads records of orgID selected by where (on persons p), with their partner
+// ids.
 func (s *Store) personRows(ctx context.Context, q queryer, orgID int64, where string, args ...any) ([]Person, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT `+personColumns+`
-FROM persons p JOIN person_organizations po ON po.person_id = p.id AND po.organization_id = ?
-WHERE `+where), append([]any{orgID}, args...)...)
+FROM persons p WHERE p.organization_id = ? AND `+where), append([]any{orgID}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +90,10 @@ WHERE `+where), append([]any{orgID}, args...)...)
 	return out, nil
 }
 
-// partnerIDs are the ids of person given by the partner of orgID; another partner's ids
-// are not the organization's business.
+// partnerIDs are the ids orgID's links gave its record person, oldest first.
 func (s *Store) partnerIDs(ctx context.Context, q queryer, orgID, person int64) ([]string, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT i.partner_person_id FROM person_identities i JOIN organizations o ON o.partner = i.partner
-WHERE i.person_id = ? AND o.id = ? ORDER BY i.created_at, i.partner_person_id`), person, orgID)
+	rows, err := q.QueryContext(ctx, s.q(`SELECT partner_person_id FROM person_partner_ids
+WHERE person_id = ? AND organization_id = ? ORDER BY created_at, partner_person_id`), person, orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -120,19 +120,19 @@ func (s *Store) readPerson(ctx context.Context, q queryer, orgID, id int64) (*Pe
 	return &ps[0], nil
 }
 
-// Person returns a person of orgID.
+// Person returns a record of orgID.
 func (s *Store) Person(ctx context.Context, orgID, personID int64) (*Person, error) {
 	return s.readPerson(ctx, s.db, orgID, personID)
 }
 
-// Persons lists the persons of orgID, most recently changed first; with customID, only
+// Persons lists the records of orgID, most recently changed first; with customID, only
 // those with that custom id. limit is capped at 1000, and 100 when not positive.
 func (s *Store) Persons(ctx context.Context, orgID int64, customID string, limit int) ([]Person, error) {
 	where, args := `true`, []any{}
 	if customID != "" {
-		where, args = `po.custom_id = ?`, []any{customID}
+		where, args = `p.custom_id = ?`, []any{customID}
 	}
-	return s.personRows(ctx, s.db, orgID, where+` ORDER BY po.updated_at DESC, p.id DESC LIMIT ?`, append(args, clampLimit(limit, 100, 1000))...)
+	return s.personRows(ctx, s.db, orgID, where+` ORDER BY p.updated_at DESC, p.id DESC LIMIT ?`, append(args, clampLimit(limit, 100, 1000))...)
 }
 
 func clampLimit(n, def, max int) int {
@@ -142,16 +142,17 @@ func clampLimit(n, def, max int) int {
 	return min(n, max)
 }
 
-// SetCustomID sets the organization's custom id of a person of orgID.
+// SetCustomID sets the custom id of a record of orgID.
 func (s *Store) SetCustomID(ctx context.Context, orgID, personID int64, customID string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE person_organizations SET custom_id = ?, updated_at = ? WHERE person_id = ? AND organization_id = ?`),
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE persons SET custom_id = ?, updated_at = ? WHERE id = ? AND organization_id = ?`),
 		customID, s.now(), personID, orgID)
 	return oneRow(res, err)
 }
 
-// SelectPerson is the wrapper's selectperson: the person of orgID with sel.UserID; else,
-// with sel.CustomID, the most recently changed person of orgID with that custom id (matched
-// tells how many share it); else a new person of orgID. The person's fields follow sel, but
+// SelectPerson is the wrapper's selectperson: the record of orgID with sel.UserID (another
+// organization's id is ErrNotFound); else, with sel.CustomID, the most recently changed
+// record of orgID with that custom id (matched tells how many share it); else a new record
+// of orgID, which belongs to no member until a partner link finds it. The fields follow sel, but
 // an empty field does not clear a stored value; unknown members are merged into the stored
 // ones; profile entries are added, and re-sending an entry (same key, date and source)
 // updates it. A new person's custom id is sel.CustomID; a person found by UserID takes
@@ -164,7 +165,7 @@ func (s *Store) SelectPerson(ctx context.Context, orgID int64, sel *personspec.S
 		switch {
 		case id > 0:
 			var n int
-			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM person_organizations WHERE person_id = ? AND organization_id = ?`), id, orgID).Scan(&n); err != nil {
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM persons WHERE id = ? AND organization_id = ?`), id, orgID).Scan(&n); err != nil {
 				return err
 			}
 			if n == 0 {
@@ -172,34 +173,27 @@ func (s *Store) SelectPerson(ctx context.Context, orgID int64, sel *personspec.S
 			}
 			matched = 1
 		case sel.CustomID != "":
-			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM person_organizations WHERE organization_id = ? AND custom_id = ?`), orgID, sel.CustomID).Scan(&matched); err != nil {
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM persons WHERE organization_id = ? AND custom_id = ?`), orgID, sel.CustomID).Scan(&matched); err != nil {
 				return err
 			}
 			if matched > 0 {
-				if err := tx.QueryRowContext(ctx, s.q(`SELECT person_id FROM person_organizations WHERE organization_id = ? AND custom_id = ?
-ORDER BY updated_at DESC, person_id DESC LIMIT 1`), orgID, sel.CustomID).Scan(&id); err != nil {
+				if err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM persons WHERE organization_id = ? AND custom_id = ?
+ORDER BY updated_at DESC, id DESC LIMIT 1`), orgID, sel.CustomID).Scan(&id); err != nil {
 					return err
 				}
 			}
 		}
 		if id == 0 {
 			created = true
-			if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at)
-VALUES ('', '', '', '', '', '', '', '', ?, ?) RETURNING id`), now, now).Scan(&id); err != nil {
+			var err error
+			if id, err = s.newRecord(ctx, tx, orgID, sel.CustomID, sql.NullString{}, now); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO person_organizations (person_id, organization_id, custom_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?)`), id, orgID, sel.CustomID, now, now); err != nil {
-				return err
-			}
-		} else if _, err := tx.ExecContext(ctx, s.q(`UPDATE person_organizations SET custom_id = COALESCE(NULLIF(?, ''), custom_id), updated_at = ?
-WHERE person_id = ? AND organization_id = ?`), sel.CustomID, now, id, orgID); err != nil {
-			return err
 		}
 		if err := s.step("person"); err != nil {
 			return err
 		}
-		extra, err := s.mergeExtra(ctx, tx, id, sel.Extra)
+		extra, err := s.mergeExtra(ctx, tx, orgID, id, sel.Extra)
 		if err != nil {
 			return err
 		}
@@ -210,9 +204,9 @@ WHERE person_id = ? AND organization_id = ?`), sel.CustomID, now, id, orgID); er
 	mobile = COALESCE(NULLIF(?, ''), mobile), country = COALESCE(NULLIF(?, ''), country),
 	zipcode = COALESCE(NULLIF(?, ''), zipcode), location = COALESCE(NULLIF(?, ''), location),
 	gender = COALESCE(NULLIF(?, ''), gender), birthdate = COALESCE(NULLIF(?, ''), birthdate),
-	extra = ?, updated_at = ?
-WHERE id = ?`), sel.Firstname, sel.Lastname, sel.Email, sel.Address, sel.PhoneHome, sel.PhoneWork, sel.Mobile, sel.Country,
-			sel.Zipcode, sel.Location, normalizeGender(sel.Gender), sel.DateOfBirth, extra, now, id); err != nil {
+	custom_id = COALESCE(NULLIF(?, ''), custom_id), extra = ?, updated_at = ?
+WHERE id = ? AND organization_id = ?`), sel.Firstname, sel.Lastname, sel.Email, sel.Address, sel.PhoneHome, sel.PhoneWork, sel.Mobile, sel.Country,
+			sel.Zipcode, sel.Location, normalizeGender(sel.Gender), sel.DateOfBirth, sel.CustomID, extra, now, id, orgID); err != nil {
 			return err
 		}
 		for _, e := range sel.Profile {
@@ -232,10 +226,19 @@ WHERE id = ?`), sel.Firstname, sel.Lastname, sel.Email, sel.Address, sel.PhoneHo
 	return p, created, matched, nil
 }
 
-// mergeExtra returns person's stored unknown members with add laid over them, as JSON.
-func (s *Store) mergeExtra(ctx context.Context, tx *sql.Tx, person int64, add map[string]json.RawMessage) (string, error) {
+// newRecord creates an empty record of orgID, which the caller then fills.
+func (s *Store) newRecord(ctx context.Context, tx *sql.Tx, orgID int64, customID string, ssnHash sql.NullString, now int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (organization_id, custom_id, ssn_hash, firstname, middlename, lastname, birthdate, gender,
+	email, mobile, diagnosis, phone_home, phone_work, address, country, zipcode, location, extra, created_at, updated_at)
+VALUES (?, ?, ?, '', '', '', '', '', '', '', '', '', '', '', '', '', '', '{}', ?, ?) RETURNING id`), orgID, customID, ssnHash, now, now).Scan(&id)
+	return id, err
+}
+
+// mergeExtra returns the record's stored unknown members with add laid over them, as JSON.
+func (s *Store) mergeExtra(ctx context.Context, tx *sql.Tx, orgID, person int64, add map[string]json.RawMessage) (string, error) {
 	var stored string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT extra FROM persons WHERE id = ?`), person).Scan(&stored); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT extra FROM persons WHERE id = ? AND organization_id = ?`), person, orgID).Scan(&stored); err != nil {
 		return "", err
 	}
 	if len(add) == 0 {
@@ -272,8 +275,7 @@ ON CONFLICT (person_id, organization_id, key, measured_at, source) DO UPDATE SET
 	return err
 }
 
-// Profile returns the profile entries that orgID holds for a person of orgID, the latest
-// measurement first.
+// Profile returns the profile entries of a record of orgID, the latest measurement first.
 func (s *Store) Profile(ctx context.Context, orgID, personID int64) ([]ProfileEntry, error) {
 	if _, err := s.readPerson(ctx, s.db, orgID, personID); err != nil {
 		return nil, err

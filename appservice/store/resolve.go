@@ -34,14 +34,18 @@ type Resolved struct {
 	Code           string
 	LinkID         int64
 	OrganizationID int64
-	PersonID       int64
+	PersonID       int64 // the organization's own record of the contact
+	MemberID       int64 // the human behind the partner's records of the contact
 	EmployeeID     int64 // main-client links
 	AccountID      int64 // the account the code signs in; 0 when the employee must sign in first
-	PersonCreated  bool
+	PersonCreated  bool  // the organization's record was created by this link
+	MemberCreated  bool
 	AccountCreated bool // Go links: the member account was created by this link
-	// SSNConflict is set when the person found by the link's id has another identity number
-	// than the link's, and another person of the partner holds the link's: the id match is
-	// kept, nothing is merged and no hash moves (docs/appservice.md, identity resolution).
+	// SSNConflict is set when the link's id and its identity number point at different
+	// people: the record found by id has another number than the link's and another record
+	// of the organization holds the link's, or the member's ids or number disagree with the
+	// link's. What was found by id is kept; nothing is merged, moved or renumbered
+	// (docs/appservice.md, identity resolution).
 	SSNConflict bool
 }
 
@@ -56,11 +60,11 @@ var ErrRequestReplayed = errors.New("link request resolved before")
 // ResolveLink resolves the link's organization, person and user, records the link and
 // issues a one-time login code for it, all in one transaction.
 //
-// Organization by (partner, organizationId), name kept current. Person as resolvePerson
-// says, linked to the organization. Main client: the employee by (partner, employeeId),
-// signed in as its linked service account when it has one, which becomes a member of the
-// organization. Go: the person's member account, created when missing, so that a person
-// reached from two organizations has one.
+// Organization by (partner, organizationId), name kept current. The organization's own
+// record of the contact as resolvePerson says, and the member behind it as resolveMemberOf
+// says. Main client: the employee by (partner, employeeId), signed in as its linked service
+// account when it has one, which becomes a member of the organization. Go: the member's
+// account, created when missing, so that a human reached from two organizations has one.
 func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 	p := l.Payload
 	if p == nil || p.Contact == nil || (l.Kind != linkspec.KindMain && l.Kind != linkspec.KindGo) {
@@ -90,7 +94,14 @@ func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 		if err := s.step("organization"); err != nil {
 			return err
 		}
-		if err := s.resolvePerson(ctx, tx, r, l.Partner, p.Contact, now); err != nil {
+		var hash sql.NullString
+		if n := normalizeSSN(p.Contact.SSN); n != "" {
+			hash = sql.NullString{String: s.ssnHash(n), Valid: true}
+		}
+		if err := s.resolvePerson(ctx, tx, r, p.Contact, hash, now); err != nil {
+			return err
+		}
+		if err := s.resolveMemberOf(ctx, tx, r, l.Partner, p.Contact, hash, now); err != nil {
 			return err
 		}
 		if err := s.step("contact"); err != nil {
@@ -159,34 +170,33 @@ ON CONFLICT (request_id) DO UPDATE SET expires_at = excluded.expires_at WHERE us
 	return nil
 }
 
-// resolvePerson finds or creates the link's person, in this order:
+// resolvePerson finds or creates the organization's record of the link's contact, in this
+// order:
 //
-//  1. by the partner's id (partner, contact.id) in person_identities;
-//  2. else by the keyed ssn hash among the persons that have an identity of the same
-//     partner, in any organization, adding the link's id to the person found;
-//  3. else a new person with that identity.
+//  1. by the link's id among the organization's partner ids, (organization, contact.id);
+//  2. else by the keyed ssn hash among the organization's records, adding the link's id to
+//     the record found;
+//  3. else a new record of the organization with that id (its custom id too).
 //
-// A person found by id whose stored hash differs from the link's keeps its hash when another
-// person of the partner holds the link's (Resolved.SSNConflict); otherwise the link's hash
-// is stored: the partner corrected the number or gave it for the first time. The person's
-// fields follow the link, but an empty field does not clear a stored value. The person is
-// linked to the organization, with the partner's id as custom id when new.
-func (s *Store) resolvePerson(ctx context.Context, tx *sql.Tx, r *Resolved, partner string, c *linkspec.Contact, now int64) error {
-	var hash sql.NullString
-	if n := normalizeSSN(c.SSN); n != "" {
-		hash = sql.NullString{String: s.ssnHash(n), Valid: true}
-	}
+// Only the organization's own record is read and changed: another organization's record of
+// the same human is never found here. A record found by id whose stored hash differs from
+// the link's keeps its hash when another record of the organization holds the link's
+// (Resolved.SSNConflict); otherwise the link's hash is stored: the partner corrected the
+// number or gave it for the first time. The record's fields follow the link, but an empty
+// field does not clear a stored value.
+func (s *Store) resolvePerson(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, hash sql.NullString, now int64) error {
 	var stored sql.NullString
-	err := tx.QueryRowContext(ctx, s.q(`SELECT p.id, p.ssn_hash FROM person_identities i JOIN persons p ON p.id = i.person_id
-WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&r.PersonID, &stored)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT p.id, p.ssn_hash FROM person_partner_ids x JOIN persons p ON p.id = x.person_id
+WHERE x.organization_id = ? AND x.partner_person_id = ?`), r.OrganizationID, c.ID).Scan(&r.PersonID, &stored)
 	switch {
 	case err == nil:
 		if hash.Valid && hash != stored {
-			held, err := s.partnerHoldsHash(ctx, tx, partner, hash.String, r.PersonID)
-			if err != nil {
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM persons WHERE organization_id = ? AND ssn_hash = ? AND id <> ?`),
+				r.OrganizationID, hash.String, r.PersonID).Scan(&n); err != nil {
 				return err
 			}
-			if held {
+			if n > 0 {
 				r.SSNConflict = true
 				hash = sql.NullString{}
 			}
@@ -195,44 +205,39 @@ WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&r.Person
 		return err
 	default:
 		if hash.Valid {
-			err = tx.QueryRowContext(ctx, s.q(`SELECT p.id FROM persons p WHERE p.ssn_hash = ?
-AND EXISTS (SELECT 1 FROM person_identities i WHERE i.person_id = p.id AND i.partner = ?) ORDER BY p.id LIMIT 1`),
-				hash.String, partner).Scan(&r.PersonID)
+			err = tx.QueryRowContext(ctx, s.q(`SELECT id FROM persons WHERE organization_id = ? AND ssn_hash = ? ORDER BY id LIMIT 1`),
+				r.OrganizationID, hash.String).Scan(&r.PersonID)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
 		}
 		if r.PersonID == 0 {
 			r.PersonCreated = true
-			if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO persons (ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at)
-VALUES (?, '', '', '', '', '', '', '', '', ?, ?) RETURNING id`), hash, now, now).Scan(&r.PersonID); err != nil {
+			if r.PersonID, err = s.newRecord(ctx, tx, r.OrganizationID, c.ID, hash, now); err != nil {
 				return err
 			}
 		}
-		if err := s.addIdentity(ctx, tx, r, partner, c.ID, now); err != nil {
+		if err := s.addPartnerID(ctx, tx, r, c.ID, now); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE persons SET ssn_hash = COALESCE(?, ssn_hash),
+	_, err = tx.ExecContext(ctx, s.q(`UPDATE persons SET ssn_hash = COALESCE(?, ssn_hash),
 	firstname = COALESCE(NULLIF(?, ''), firstname), middlename = COALESCE(NULLIF(?, ''), middlename),
 	lastname = COALESCE(NULLIF(?, ''), lastname), birthdate = COALESCE(NULLIF(?, ''), birthdate),
 	gender = COALESCE(NULLIF(?, ''), gender), mobile = COALESCE(NULLIF(?, ''), mobile),
 	email = COALESCE(NULLIF(?, ''), email), diagnosis = COALESCE(NULLIF(?, ''), diagnosis), updated_at = ?
-WHERE id = ?`), hash, c.Firstname, c.Middlename, c.Lastname, c.Birthdate, normalizeGender(c.Gender), c.Mobile, c.Email, c.Diagnosis, now, r.PersonID); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO person_organizations (person_id, organization_id, custom_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?) ON CONFLICT (person_id, organization_id) DO UPDATE SET updated_at = excluded.updated_at`),
-		r.PersonID, r.OrganizationID, c.ID, now, now)
+WHERE id = ? AND organization_id = ?`), hash, c.Firstname, c.Middlename, c.Lastname, c.Birthdate, normalizeGender(c.Gender), c.Mobile, c.Email,
+		c.Diagnosis, now, r.PersonID, r.OrganizationID)
 	return err
 }
 
-// addIdentity records (partner, id) for r.PersonID. On PostgreSQL a concurrent first link
-// of the same id may have recorded it since the lookup: the insert then waits for that
-// transaction, finds the row, and this link takes that person instead of the one it made.
-func (s *Store) addIdentity(ctx context.Context, tx *sql.Tx, r *Resolved, partner, id string, now int64) error {
-	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO person_identities (partner, partner_person_id, person_id, created_at)
-VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partner, id, r.PersonID, now)
+// addPartnerID records the link's id as the organization's id of r.PersonID. On PostgreSQL
+// a concurrent first link of the same id to the same organization may have recorded it
+// since the lookup: the insert then waits for that transaction, finds the row, and this
+// link takes that record instead of the one it made.
+func (s *Store) addPartnerID(ctx context.Context, tx *sql.Tx, r *Resolved, id string, now int64) error {
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO person_partner_ids (organization_id, partner_person_id, person_id, created_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (organization_id, partner_person_id) DO NOTHING`), r.OrganizationID, id, r.PersonID, now)
 	if err != nil {
 		return err
 	}
@@ -245,40 +250,154 @@ VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partn
 		}
 		r.PersonCreated = false
 	}
-	return tx.QueryRowContext(ctx, s.q(`SELECT person_id FROM person_identities WHERE partner = ? AND partner_person_id = ?`),
-		partner, id).Scan(&r.PersonID)
+	return tx.QueryRowContext(ctx, s.q(`SELECT person_id FROM person_partner_ids WHERE organization_id = ? AND partner_person_id = ?`),
+		r.OrganizationID, id).Scan(&r.PersonID)
 }
 
-// partnerHoldsHash reports whether a person other than except, with an identity of partner,
-// has the ssn hash.
-func (s *Store) partnerHoldsHash(ctx context.Context, tx *sql.Tx, partner, hash string, except int64) (bool, error) {
+// resolveMemberOf finds or creates the member behind the organization's record r.PersonID,
+// the human across the partner's organizations, in this order:
+//
+//  1. the record's member, once it has one: a record never moves to another member;
+//  2. else by the link's id among the partner's member ids, (partner, contact.id);
+//  3. else by the keyed ssn hash among the partner's members;
+//  4. else a new member, created with the link's id (the member's own id).
+//
+// The record is linked to the member and the link's id added to the member's ids, unless
+// another member holds it. The member's hash is set when it has none; only a link carrying
+// the member's own id corrects it. A link whose id or number points at another member than
+// the record's, or whose number differs from the member's without being its own, is a
+// conflict (Resolved.SSNConflict): nothing moves, so one clinic's links cannot move another
+// clinic's human or change what identifies them. Members are never matched across
+// partners: a partner vouches for its own contacts, not for another partner's.
+func (s *Store) resolveMemberOf(ctx context.Context, tx *sql.Tx, r *Resolved, partner string, c *linkspec.Contact, hash sql.NullString, now int64) error {
+	var member sql.NullInt64
+	var stored sql.NullString
+	var own sql.NullString
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT p.member_id, m.ssn_hash, m.partner_person_id FROM persons p LEFT JOIN members m ON m.id = p.member_id
+WHERE p.id = ?`), r.PersonID).Scan(&member, &stored, &own); err != nil {
+		return err
+	}
+	linked := member.Valid
+	if !member.Valid {
+		err := tx.QueryRowContext(ctx, s.q(`SELECT m.id, m.ssn_hash, m.partner_person_id FROM member_identities i JOIN members m ON m.id = i.member_id
+WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&member, &stored, &own)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	if !member.Valid && hash.Valid {
+		err := tx.QueryRowContext(ctx, s.q(`SELECT id, ssn_hash, partner_person_id FROM members WHERE partner = ? AND ssn_hash = ? ORDER BY id LIMIT 1`),
+			partner, hash.String).Scan(&member, &stored, &own)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	if !member.Valid {
+		r.MemberCreated = true
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO members (partner, partner_person_id, ssn_hash, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?) RETURNING id`), partner, c.ID, hash, now, now).Scan(&member); err != nil {
+			return err
+		}
+		stored, own = hash, sql.NullString{String: c.ID, Valid: true}
+	}
+	r.MemberID = member.Int64
+	taken, err := s.addMemberID(ctx, tx, r, partner, c.ID, now)
+	if err != nil {
+		return err
+	}
+	if taken {
+		// A concurrent first link made the member (PostgreSQL): read it as it is.
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT ssn_hash, partner_person_id FROM members WHERE id = ?`), r.MemberID).Scan(&stored, &own); err != nil {
+			return err
+		}
+	}
+	if !linked {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE persons SET member_id = ? WHERE id = ? AND member_id IS NULL`), r.MemberID, r.PersonID); err != nil {
+			return err
+		}
+	}
+	if !hash.Valid || stored == hash {
+		return nil
+	}
 	var n int
-	err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM persons p WHERE p.ssn_hash = ? AND p.id <> ?
-AND EXISTS (SELECT 1 FROM person_identities i WHERE i.person_id = p.id AND i.partner = ?)`), hash, except, partner).Scan(&n)
-	return n > 0, err
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM members WHERE partner = ? AND ssn_hash = ? AND id <> ?`),
+		partner, hash.String, r.MemberID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 || (stored.Valid && c.ID != own.String) {
+		r.SSNConflict = true
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, s.q(`UPDATE members SET ssn_hash = ?, updated_at = ? WHERE id = ?`), hash.String, now, r.MemberID)
+	return err
 }
 
-// resolveMember finds or creates the person's member account and keeps its name and e-mail
-// current (an empty e-mail keeps the stored one).
+// addMemberID records (partner, id) as an id of r.MemberID unless it is one already. An id
+// another member holds stays with it: on PostgreSQL that may be a concurrent first link of
+// the same id from another organization, recorded since the lookup; when this link made its
+// member, it takes that member instead and reports it taken. Otherwise the partner's ids and
+// numbers disagree (Resolved.SSNConflict).
+func (s *Store) addMemberID(ctx context.Context, tx *sql.Tx, r *Resolved, partner, id string, now int64) (taken bool, err error) {
+	var holder int64
+	err = tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`), partner, id).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, s.q(`INSERT INTO member_identities (partner, partner_person_id, member_id, created_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (partner, partner_person_id) DO NOTHING`), partner, id, r.MemberID, now); err != nil {
+			return false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return false, err
+		}
+		err = tx.QueryRowContext(ctx, s.q(`SELECT member_id FROM member_identities WHERE partner = ? AND partner_person_id = ?`), partner, id).Scan(&holder)
+	}
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case holder == r.MemberID:
+	case r.MemberCreated:
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM members WHERE id = ?`), r.MemberID); err != nil {
+			return false, err
+		}
+		r.MemberID, r.MemberCreated = holder, false
+		return true, nil
+	default:
+		r.SSNConflict = true
+	}
+	return false, nil
+}
+
+// resolveMember finds or creates the member account of r.MemberID and signs the link in to
+// it. A new account takes the name and e-mail of the organization's record; later, only a
+// Go link carrying the member's own partner id (the one it was created with) keeps them
+// current. A link that found the member by ssn alone, or by another of its ids, signs in
+// without renaming or re-mailing the account: that is the human another clinic knows, and
+// this clinic's record keeps this clinic's name for its plans.
 func (s *Store) resolveMember(ctx context.Context, tx *sql.Tx, r *Resolved, c *linkspec.Contact, now int64) error {
-	var first, middle, last, email string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT firstname, middlename, lastname, email FROM persons WHERE id = ?`), r.PersonID).
-		Scan(&first, &middle, &last, &email); err != nil {
+	var first, middle, last, email, own string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT p.firstname, p.middlename, p.lastname, p.email, m.partner_person_id
+FROM persons p JOIN members m ON m.id = ? WHERE p.id = ?`), r.MemberID, r.PersonID).Scan(&first, &middle, &last, &email, &own); err != nil {
 		return err
 	}
 	name := displayName(first, middle, last)
-	err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE contact_id = ?`), r.PersonID).Scan(&r.AccountID)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE member_id = ?`), r.MemberID).Scan(&r.AccountID)
 	switch {
 	case err == nil:
+		if c.ID != own {
+			return nil
+		}
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE accounts SET email = ?, display_name = ?, updated_at = ? WHERE id = ?`),
 			email, name, now, r.AccountID)
 		return err
 	case errors.Is(err, sql.ErrNoRows):
+		// A concurrent first Go link of the member (PostgreSQL) may have made the account since
+		// the lookup: the insert then finds it, and leaves its name and e-mail as they are.
 		r.AccountCreated = true
-		return tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, email, display_name, contact_id, created_at, updated_at)
+		return tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, email, display_name, member_id, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (contact_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, updated_at = excluded.updated_at
-RETURNING id`), RoleMember, email, name, r.PersonID, now, now).Scan(&r.AccountID)
+ON CONFLICT (member_id) DO UPDATE SET updated_at = accounts.updated_at
+RETURNING id`), RoleMember, email, name, r.MemberID, now, now).Scan(&r.AccountID)
 	default:
 		return err
 	}
@@ -320,9 +439,9 @@ func normalizeSSN(ssn string) string {
 }
 
 // ssnHash is the keyed hash that stands in for the identity number. It does not include the
-// organization, so that a person is matched across the partner's organizations (why
-// docs/interface.md A-PAY-CONTACT prefers ssn); the key keeps a copy of the database from
-// being searched by number.
+// organization, so that the member behind the records is matched across the partner's
+// organizations (why docs/interface.md A-PAY-CONTACT prefers ssn); the key keeps a copy of
+// the database from being searched by number.
 func (s *Store) ssnHash(normalized string) string {
 	m := hmac.New(sha256.New, s.opts.SSNKey)
 	m.Write([]byte("partnergate-ssn-v1\x00"))

@@ -81,17 +81,17 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				}
 			})
 
-			t.Run("ssn matches across the partner's organizations, not across partners", func(t *testing.T) {
+			t.Run("ssn finds the member across the partner's organizations, not across partners", func(t *testing.T) {
 				l := mainLink("e1", "org2", "c9")
 				l.Payload.Contact.SSN = "01019012345"
 				r := mustResolve(t, s, l)
-				if r.PersonID != first.PersonID || r.PersonCreated {
-					t.Errorf("person in org2 = %d (created %v), want %d of org1", r.PersonID, r.PersonCreated, first.PersonID)
+				if r.PersonID == first.PersonID || !r.PersonCreated || r.MemberID != first.MemberID || r.MemberCreated {
+					t.Errorf("org2's link = record %d (created %v) of member %d, want a record of org2's own of member %d", r.PersonID, r.PersonCreated, r.MemberID, first.MemberID)
 				}
 				l.Partner = "other"
 				r = mustResolve(t, s, l)
-				if r.PersonID == first.PersonID || !r.PersonCreated {
-					t.Errorf("person of partner other = %d (created %v), want a new person", r.PersonID, r.PersonCreated)
+				if r.MemberID == first.MemberID || !r.PersonCreated || !r.MemberCreated {
+					t.Errorf("partner other's link = record %d (created %v) of member %d (created %v), want a new record and member", r.PersonID, r.PersonCreated, r.MemberID, r.MemberCreated)
 				}
 			})
 
@@ -194,7 +194,7 @@ func TestResolveRollsBack(t *testing.T) {
 						t.Fatalf("ResolveLink(%s) = %v, want the injected failure", l.Kind, err)
 					}
 				}
-				for _, table := range []string{"organizations", "persons", "person_identities", "person_organizations", "employees", "accounts", "memberships", "links", "login_codes", "used_requests"} {
+				for _, table := range []string{"organizations", "persons", "person_partner_ids", "members", "member_identities", "employees", "accounts", "memberships", "links", "login_codes", "used_requests"} {
 					if n := count(t, s, table); n != 0 {
 						t.Errorf("after failure at %s: %s has %d rows, want 0", step, table, n)
 					}
@@ -279,35 +279,63 @@ func TestRequestIDSingleUse(t *testing.T) {
 	}
 }
 
+// resolveAtOnce resolves link(i) for i in 0..7 at once and fails the test on any error.
+func resolveAtOnce(t *testing.T, s *Store, link func(i int) Link) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := s.ResolveLink(context.Background(), link(i))
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent ResolveLink = %v, want nil", err)
+		}
+	}
+}
+
 func TestConcurrentFirstLinks(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.open(t, newClock())
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					l := goLink("org-new", "c-new", "new@example.com")
-					if i%2 == 0 {
-						l = mainLink("e-new", "org-new", "c-new")
-					}
-					_, err := s.ResolveLink(context.Background(), l)
-					errs <- err
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Errorf("concurrent ResolveLink = %v, want nil", err)
+			resolveAtOnce(t, s, func(i int) Link {
+				if i%2 == 0 {
+					return mainLink("e-new", "org-new", "c-new")
 				}
-			}
-			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_identities": 1, "person_organizations": 1, "employees": 1, "accounts": 1, "links": 8} {
+				return goLink("org-new", "c-new", "new@example.com")
+			})
+			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_partner_ids": 1, "members": 1, "member_identities": 1, "employees": 1, "accounts": 1, "links": 8} {
 				if n := count(t, s, table); n != want {
 					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
 				}
+			}
+		})
+	}
+}
+
+// TestConcurrentFirstLinksOfTwoClinics: the first links of one contact id from two
+// organizations at once make a record in each and one member with one account.
+func TestConcurrentFirstLinksOfTwoClinics(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			resolveAtOnce(t, s, func(i int) Link { return goLink([]string{"org-a", "org-b"}[i%2], "c-new", "new@example.com") })
+			for table, want := range map[string]int{"organizations": 2, "persons": 2, "person_partner_ids": 2, "members": 1, "member_identities": 1, "accounts": 1} {
+				if n := count(t, s, table); n != want {
+					t.Errorf("%s has %d rows after concurrent first links from two clinics, want %d", table, n, want)
+				}
+			}
+			var linked int
+			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT id FROM members)", nil, &linked)
+			if linked != 2 {
+				t.Errorf("records of the member = %d, want both clinics' 2", linked)
 			}
 		})
 	}

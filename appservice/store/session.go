@@ -309,10 +309,10 @@ func (s *Store) DeleteExpired(ctx context.Context) error {
 }
 
 // SetSessionPerson puts personID in focus of the session of token, which must be in orgID,
-// as the person must be: ErrNotFound otherwise.
+// as the record must be: ErrNotFound otherwise.
 func (s *Store) SetSessionPerson(ctx context.Context, token string, orgID, personID int64) error {
 	res, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET contact_id = ? WHERE token_hash = ? AND organization_id = ? AND expires_at > ?
-AND EXISTS (SELECT 1 FROM person_organizations WHERE person_id = ? AND organization_id = ?)`),
+AND EXISTS (SELECT 1 FROM persons WHERE id = ? AND organization_id = ?)`),
 		personID, hashSecret(token), orgID, s.now(), personID, orgID)
 	return oneRow(res, err)
 }

@@ -95,18 +95,21 @@ type Item struct {
 
 // Workout is a workout plan, or a template when Template is set.
 type Workout struct {
-	ID             int64
-	Title          string
-	Notes          string
-	Template       bool
-	PersonID       int64   // the executor; 0 for templates
-	Person         *Person // the executor as the plan's organization knows them
-	OwnerAccountID int64
-	OwnerName      string
-	Items          []Item
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	orgID          int64
+	ID       int64
+	Title    string
+	Notes    string
+	Template bool
+	PersonID int64   // the executor, the plan's organization's record; 0 for templates
+	Person   *Person // the executor as the plan's organization knows them
+	// OrganizationName is the name of the plan's organization (the clinic); empty for a
+	// global template.
+	OrganizationName string
+	OwnerAccountID   int64
+	OwnerName        string
+	Items            []Item
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	orgID            int64
 }
 
 // WorkoutQuery selects workout plans of an organization: Templates selects the template
@@ -120,14 +123,15 @@ type WorkoutQuery struct {
 	Limit        int // at most 500; 100 when not positive
 }
 
-const workoutColumns = `w.id, w.organization_id, w.title, w.notes, w.is_template, w.person_id, w.owner_account_id,
+const workoutColumns = `w.id, w.organization_id, COALESCE(o.name, ''), w.title, w.notes, w.is_template, w.person_id, w.owner_account_id,
 	COALESCE(a.display_name, ''), w.created_at, w.updated_at`
 
 // workoutRows reads the workouts selected by where (on workouts w), with their items and
 // executors.
 func (s *Store) workoutRows(ctx context.Context, q queryer, where string, args ...any) ([]Workout, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT `+workoutColumns+`
-FROM workouts w LEFT JOIN accounts a ON a.id = w.owner_account_id WHERE `+where), args...)
+FROM workouts w LEFT JOIN accounts a ON a.id = w.owner_account_id LEFT JOIN organizations o ON o.id = w.organization_id
+WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +142,7 @@ FROM workouts w LEFT JOIN accounts a ON a.id = w.owner_account_id WHERE `+where)
 		var org, person, owner sql.NullInt64
 		var tmpl int
 		var created, updated int64
-		if err := rows.Scan(&w.ID, &org, &w.Title, &w.Notes, &tmpl, &person, &owner, &w.OwnerName, &created, &updated); err != nil {
+		if err := rows.Scan(&w.ID, &org, &w.OrganizationName, &w.Title, &w.Notes, &tmpl, &person, &owner, &w.OwnerName, &created, &updated); err != nil {
 			return nil, err
 		}
 		w.orgID, w.PersonID, w.OwnerAccountID, w.Template = org.Int64, person.Int64, owner.Int64, tmpl == 1
@@ -326,31 +330,37 @@ SELECT ?, ?, e.id, ?, ?, ?, ?, ?, ? FROM exercises e WHERE e.id = ? AND (e.organ
 	return nil
 }
 
-// memberPerson is the person of a member account.
-func (s *Store) memberPerson(ctx context.Context, memberAccountID int64) (int64, error) {
-	var person sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT contact_id FROM accounts WHERE id = ? AND role = ?`), memberAccountID, RoleMember).Scan(&person)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && !person.Valid) {
+// accountMember is the member of a member account; a retired account (migration 0005) has
+// none and is ErrNotFound.
+func (s *Store) accountMember(ctx context.Context, memberAccountID int64) (int64, error) {
+	var member sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT member_id FROM accounts WHERE id = ? AND role = ?`), memberAccountID, RoleMember).Scan(&member)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !member.Valid) {
 		return 0, ErrNotFound
 	}
-	return person.Int64, err
+	return member.Int64, err
 }
 
-// MemberWorkouts lists the workout plans made for a member account's person, in every
-// organization, most recently changed first.
+// memberPlans is the condition on w for the plans made for member: for any of its records,
+// in every organization.
+const memberPlans = `w.is_template = 0 AND w.person_id IN (SELECT id FROM persons WHERE member_id = ?)`
+
+// MemberWorkouts lists the workout plans every organization made for a member account's
+// human, most recently changed first; each plan's Person is its organization's record and
+// OrganizationName its organization's name.
 func (s *Store) MemberWorkouts(ctx context.Context, memberAccountID int64) ([]Workout, error) {
-	person, err := s.memberPerson(ctx, memberAccountID)
+	member, err := s.accountMember(ctx, memberAccountID)
 	if err != nil {
 		return nil, err
 	}
-	return s.workoutRows(ctx, s.db, `w.person_id = ? AND w.is_template = 0 ORDER BY w.updated_at DESC, w.id DESC`, person)
+	return s.workoutRows(ctx, s.db, memberPlans+` ORDER BY w.updated_at DESC, w.id DESC`, member)
 }
 
-// MemberWorkout returns a workout plan made for a member account's person.
+// MemberWorkout returns a workout plan an organization made for a member account's human.
 func (s *Store) MemberWorkout(ctx context.Context, memberAccountID, id int64) (*Workout, error) {
-	person, err := s.memberPerson(ctx, memberAccountID)
+	member, err := s.accountMember(ctx, memberAccountID)
 	if err != nil {
 		return nil, err
 	}
-	return s.oneWorkout(ctx, s.db, `w.person_id = ? AND w.is_template = 0 AND w.id = ?`, person, id)
+	return s.oneWorkout(ctx, s.db, memberPlans+` AND w.id = ?`, member, id)
 }

@@ -268,7 +268,10 @@ var apiCases = []apiCase{
 	{name: "export pdf", method: "GET", path: "/app/api/exports/{export}.pdf", want: 200, file: true,
 		badPath: "/app/api/exports/abc.pdf", badFields: []string{"id"}, foreignPath: "/app/api/exports/{fexport}.pdf"},
 	{name: "my workouts", method: "GET", path: "/app/api/me/workouts", member: true, want: 200,
-		check: func(t *testing.T, v map[string]any) { wantSome(t, v, "workouts", "name", "Kari's plan") }},
+		check: func(t *testing.T, v map[string]any) {
+			wantSome(t, v, "workouts", "name", "Kari's plan")
+			wantSome(t, v, "workouts", "organization", "North Clinic")
+		}},
 }
 
 // wantSome checks that v[list] has an element whose key is want.

@@ -25,7 +25,8 @@ func exerciseOut(e *store.Exercise) exerciseJSON {
 
 // workoutJSON is a workout plan as the desktop wrapper hands it to desktop programs: the
 // original's record (name, description, owner, executor, exercises with their dose as
-// key/value/unit data), with the dose also as plain members for the editor.
+// key/value/unit data), with the dose also as plain members for the editor, and the name of
+// the plan's organization, which a member's plans from several clinics are told apart by.
 type workoutJSON struct {
 	ID            int64      `json:"id"`
 	Name          string     `json:"name"`
@@ -34,6 +35,7 @@ type workoutJSON struct {
 	Owner         string     `json:"owner"`
 	OwnerID       int64      `json:"ownerId"` // the owner's account id: the desktop wrapper's Owner
 	Executor      string     `json:"executor"`
+	Organization  string     `json:"organization"`
 	PersonID      int64      `json:"personId"`
 	Template      bool       `json:"template"`
 	ExerciseCount int        `json:"exerciseCount"`
@@ -91,7 +93,7 @@ func doseData(it store.Item) []dataJSON {
 
 func workoutOut(w *store.Workout) workoutJSON {
 	out := workoutJSON{ID: w.ID, Name: w.Title, Description: w.Notes, LastChangedAt: timeOut(w.UpdatedAt), Owner: w.OwnerName, OwnerID: w.OwnerAccountID,
-		PersonID: w.PersonID, Template: w.Template, ExerciseCount: len(w.Items), Exercises: make([]itemJSON, len(w.Items))}
+		Organization: w.OrganizationName, PersonID: w.PersonID, Template: w.Template, ExerciseCount: len(w.Items), Exercises: make([]itemJSON, len(w.Items))}
 	if w.Person != nil {
 		out.Executor = w.Person.Name()
 	}

@@ -107,7 +107,7 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.SSNConflict {
 		// No values: which identity number matched whom is not for the log.
-		logger.Warn("link's identity number belongs to another person of the partner; kept the id match",
+		logger.Warn("link's contact id and identity number point at different people; kept what the id found",
 			"kind", kind, "outcome", "ssn_conflict")
 	}
 	logger.Info("link accepted", "outcome", "accepted", "kind", kind,

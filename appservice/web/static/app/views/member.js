@@ -1,5 +1,8 @@
 // The member's (Go) views: the plans their instructors made for them, from every
 // organization (/go), and one plan with each exercise's instructions (/go/workouts/{id}).
+// Each plan names its clinic, and the person as that clinic's record names them: clinics
+// keep their own records, so one member may be "Kari Berg" at one and "Kari Nordmann" at
+// another.
 
 import { h, dose, paragraphs, formatDate, count } from "../dom.js";
 import { api } from "../api.js";
@@ -15,6 +18,7 @@ export async function myPlansView() {
       ? h("p", { class: "hint", id: "my-plans-empty" }, "No workout plans yet. Your instructor's plans for you appear here.")
       : h("ul", { class: "cards", id: "my-plans-list" }, workouts.map((w) => h("li", { class: "plan-card", "data-testid": "my-plan", "data-id": w.id },
         h("h2", {}, h("a", { href: `/go/workouts/${encodeURIComponent(w.id)}`, class: "workout-link" }, w.name)),
+        clinicLine(w, { class: "clinic", "data-testid": "my-plan-clinic" }),
         h("p", { class: "meta" }, count(w.exerciseCount ?? (w.exercises || []).length, "exercise"),
           w.owner ? ` · from ${w.owner}` : "", w.lastChangedAt ? ` · ${formatDate(w.lastChangedAt)}` : "")))));
 }
@@ -25,6 +29,7 @@ export async function memberPlanView({ params, data }) {
   return h("article", { class: "card", id: "member-plan", "data-testid": "workout", "data-id": w.id },
     h("p", {}, h("a", { href: "/go", id: "member-plan-back" }, "← My plans")),
     h("h1", { id: "workout-title" }, w.name),
+    clinicLine(w, { class: "clinic", id: "member-plan-clinic" }),
     h("p", { class: "meta" }, w.owner ? `From ${w.owner}` : "", w.lastChangedAt ? ` · ${formatDate(w.lastChangedAt)}` : ""),
     w.description ? paragraphs(w.description, { id: "workout-notes" }) : null,
     h("ol", { class: "plan", id: "member-plan-items" }, (w.exercises || []).map((e, i) => h("li", { "data-testid": "plan-exercise", "data-exercise-id": e.exerciseId },
@@ -32,4 +37,11 @@ export async function memberPlanView({ params, data }) {
       h("p", { class: "dose" }, dose(e)),
       e.note ? h("p", { class: "note" }, e.note) : null,
       h("details", { open: true }, h("summary", {}, "How to do it"), paragraphs(e.instructions, { class: "instructions" }))))));
+}
+
+// clinicLine is "Clinic B · for Kari Berg": the plan's organization and its record's name.
+function clinicLine(w, attrs) {
+  if (!w.organization && !w.executor) return null;
+  return h("p", attrs, h("span", { class: "clinic-name" }, w.organization || ""),
+    w.executor ? h("span", { class: "executor" }, `${w.organization ? " · " : ""}for ${w.executor}`) : null);
 }
