@@ -14,7 +14,10 @@ import (
 // these are generous for real names and identifiers and small enough that a payload stays far
 // below the gateway's body limit and the upstream's header limits.
 const (
-	maxIDLength    = 256 // employeeId, organizationId, contact.id, caseId, employeeUsername
+	// MaxIDLength bounds employeeId, organizationId, contact.id, caseId and
+	// employeeUsername. It is exported because a case id travels on: the app service's API
+	// and the wrapper accept and store the same ids, so they use this bound too.
+	MaxIDLength    = 256
 	maxNameLength  = 200 // first, middle, last and organization names
 	maxEmailLength = 254 // RFC 5321 path limit
 	maxShortLength = 64  // ssn, gender, mobile, diagnosis
@@ -141,7 +144,7 @@ type validator struct {
 type rule uint8
 
 const (
-	ruleID    rule = iota // text of at most maxIDLength
+	ruleID    rule = iota // text of at most MaxIDLength
 	ruleName              // text of at most maxNameLength
 	ruleShort             // text of at most maxShortLength
 	ruleEmail             // an e-mail address of at most maxEmailLength
@@ -152,7 +155,7 @@ const (
 func (v *validator) apply(field, s string, r rule) {
 	switch r {
 	case ruleID:
-		v.text(field, s, false, maxIDLength)
+		v.text(field, s, false, MaxIDLength)
 	case ruleName:
 		v.text(field, s, false, maxNameLength)
 	case ruleShort:

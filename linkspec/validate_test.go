@@ -203,7 +203,7 @@ func TestDropMalformed(t *testing.T) {
 		}, []string{"employeeEmail", "contact.email"}, func(p *Payload) string { return p.EmployeeEmail + p.Contact.Email }},
 		{"every kind of malformed optional value", func() Payload {
 			p := mainPayload()
-			p.EmployeeUsername = strings.Repeat("u", maxIDLength+1)
+			p.EmployeeUsername = strings.Repeat("u", MaxIDLength+1)
 			p.CaseID = "case\x00"
 			p.Contact.Birthdate = "29.02.1980"
 			p.Contact.SSN = " "

@@ -72,7 +72,7 @@ func checkSelect(t *testing.T, data []byte, sel *Select) {
 	}
 	for _, s := range []string{sel.CustomID, sel.Firstname, sel.Lastname, sel.Email, sel.Address, sel.PhoneHome,
 		sel.PhoneWork, sel.Mobile, sel.Country, sel.Zipcode, sel.Location} {
-		if utf8.RuneCountInString(s) > maxString || !utf8.ValidString(s) {
+		if utf8.RuneCountInString(s) > MaxText || !utf8.ValidString(s) {
 			t.Fatalf("DecodeSelect(%q) accepted %q", data, s)
 		}
 	}
@@ -88,7 +88,7 @@ func checkSelect(t *testing.T, data []byte, sel *Select) {
 		}
 	}
 	for name, raw := range sel.Extra {
-		if !json.Valid(raw) || utf8.RuneCountInString(name) > maxString {
+		if !json.Valid(raw) || utf8.RuneCountInString(name) > MaxText {
 			t.Fatalf("DecodeSelect(%q) kept extra member %q = %q", data, name, raw)
 		}
 	}

@@ -28,7 +28,10 @@ const MaxSelectBody = 512 << 10
 // Size limits of DecodeSelect. They bound what one call may store; MaxSelectBody bounds
 // the rest.
 const (
-	maxString       = 256
+	// MaxText bounds each text field of a person (names, contact data, custom id). It is
+	// exported because the app service's API and the wrapper's commands take the same
+	// fields and must not accept what this package would refuse, or the reverse.
+	MaxText         = 256
 	maxProfileValue = 1024
 	maxProfile      = 200
 	maxExtra        = 50
@@ -99,7 +102,7 @@ func DecodeSelect(data []byte) (*Select, []FieldError, error) {
 	for _, m := range members {
 		switch name := m.name; {
 		case strs[name] != nil:
-			*strs[name] = d.text(name, m.value, maxString)
+			*strs[name] = d.text(name, m.value, MaxText)
 		case name == "userid":
 			sel.UserID = d.userID(name, m.value)
 		case name == "gender":
@@ -110,8 +113,8 @@ func DecodeSelect(data []byte) (*Select, []FieldError, error) {
 			sel.Profile = d.profile(name, m.value)
 		case len(sel.Extra) == maxExtra:
 			d.fail(truncate(name), fmt.Sprintf("too many unknown members (at most %d)", maxExtra))
-		case utf8.RuneCountInString(name) > maxString:
-			d.fail(truncate(name), fmt.Sprintf("name too long (at most %d characters)", maxString))
+		case utf8.RuneCountInString(name) > MaxText:
+			d.fail(truncate(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
 		default:
 			if sel.Extra == nil {
 				sel.Extra = map[string]json.RawMessage{}
@@ -260,7 +263,7 @@ func (d *decoder) userID(field string, raw json.RawMessage) int64 {
 // gender maps the accepted spellings to the stored values; K is the Scandinavian initial
 // for female (kvinna, kvinne, kvinde).
 func (d *decoder) gender(field string, raw json.RawMessage) string {
-	s := d.text(field, raw, maxString)
+	s := d.text(field, raw, MaxText)
 	switch strings.ToLower(s) {
 	case "":
 		return ""
@@ -274,7 +277,7 @@ func (d *decoder) gender(field string, raw json.RawMessage) string {
 }
 
 func (d *decoder) birthDate(field string, raw json.RawMessage) string {
-	s := d.text(field, raw, maxString)
+	s := d.text(field, raw, MaxText)
 	if s == "" {
 		return ""
 	}
@@ -313,24 +316,24 @@ func (d *decoder) profile(field string, raw json.RawMessage) []ProfileEntry {
 		for _, m := range members {
 			switch name := m.name; {
 			case strs[name] != nil:
-				*strs[name] = d.text(at+"."+name, m.value, maxString)
+				*strs[name] = d.text(at+"."+name, m.value, MaxText)
 			case name == "value":
 				e.Value = d.text(at+".value", m.value, maxProfileValue)
 			case name == "date":
-				if s := d.text(at+".date", m.value, maxString); s != "" {
+				if s := d.text(at+".date", m.value, MaxText); s != "" {
 					if e.Date, err = ParseProfileDate(s); err != nil {
 						d.fail(at+".date", "must be yyyy-MM-dd HH:mm:ss, yyyy-MM-dd HH:mm or yyyy-MM-dd")
 					}
 				}
 			case len(e.Extra) == maxExtra:
 				d.fail(at+"."+truncate(name), fmt.Sprintf("too many further keys (at most %d)", maxExtra))
-			case utf8.RuneCountInString(name) > maxString:
-				d.fail(at+"."+truncate(name), fmt.Sprintf("name too long (at most %d characters)", maxString))
+			case utf8.RuneCountInString(name) > MaxText:
+				d.fail(at+"."+truncate(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
 			default:
 				if e.Extra == nil {
 					e.Extra = map[string]string{}
 				}
-				e.Extra[name] = d.text(at+"."+name, m.value, maxString)
+				e.Extra[name] = d.text(at+"."+name, m.value, MaxText)
 			}
 		}
 		d.require(at+".key", e.Key)
