@@ -148,6 +148,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.https(r) {
 		hdr.Set("Strict-Transport-Security", "max-age=31536000")
 	}
+	h.chooseLanguage(w, r)
 	h.mux.ServeHTTP(w, r)
 }
 
