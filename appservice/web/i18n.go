@@ -259,3 +259,16 @@ func localProblem(w http.ResponseWriter, p problem.Problem) problem.Problem {
 	p.Detail = translateServer(lang, p.Detail)
 	return p
 }
+
+// apiLanguage is the language of an API call's answer (the case PDF): the explicit
+// culture, then the account's saved choice, then Accept-Language, as for the pages.
+func (h *Handler) apiLanguage(r *apiRequest) string {
+	if lang, ok := h.explicitLanguage(r.Request); ok {
+		return lang
+	}
+	saved := ""
+	if r.s != nil && r.s.Account != nil {
+		saved = r.s.Account.Language
+	}
+	return i18n.Choose(saved, r.Header.Get("Accept-Language"))
+}

@@ -124,6 +124,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.mux.Handle(apiPrefix, h.apiRoutes())
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
+	h.mux.HandleFunc("GET /app/messages/{lang}", h.messages)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app", http.StatusSeeOther)
