@@ -1,0 +1,187 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/partnergate/partnergate/linkspec"
+)
+
+// getWith is b.get with the request's Accept-Language set.
+func (b *browser) getWith(path, acceptLanguage string) (*http.Response, string) {
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	if acceptLanguage != "" {
+		r.Header.Set("Accept-Language", acceptLanguage)
+	}
+	res := b.do(r)
+	return res, body(b.t, res)
+}
+
+// TestLanguageOfSignIn: the sign-in page speaks the language the culture parameter names
+// (and keeps it for the next page, in a cookie), else the browser's; English when neither
+// is one of ours. What a person reads changes, the form does not.
+func TestLanguageOfSignIn(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	for _, tt := range []struct {
+		name, path, accept string
+		lang, heading      string
+	}{
+		{"culture nb-NO", "/app/signin?culture=nb-NO", "de-DE,de;q=0.9", "nb", "<h1>Logg inn</h1>"},
+		{"culture sv", "/app/signin?culture=sv", "", "sv", "<h1>Logga in</h1>"},
+		{"culture da-DK", "/app/signin?culture=da-DK", "", "da", "<h1>Log ind</h1>"},
+		{"Accept-Language de-AT", "/app/signin", "de-AT,de;q=0.9,en;q=0.5", "de", "<h1>Anmelden</h1>"},
+		{"Accept-Language no", "/app/signin", "no", "nb", "<h1>Logg inn</h1>"},
+		{"Accept-Language fr", "/app/signin", "fr-FR,fr;q=0.9", "en", "<h1>Sign in</h1>"},
+		{"unknown culture falls to Accept-Language", "/app/signin?culture=xx-YY", "sv-SE", "sv", "<h1>Logga in</h1>"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBrowser(t, f.h)
+			res, page := b.getWith(tt.path, tt.accept)
+			if res.StatusCode != http.StatusOK || !strings.Contains(page, `<html lang="`+tt.lang+`">`) || !strings.Contains(page, tt.heading) {
+				t.Fatalf("GET %s (Accept-Language %q) = %d, want lang %s and %s:\n%s", tt.path, tt.accept, res.StatusCode, tt.lang, tt.heading, page)
+			}
+			if got := res.Header.Get("Content-Language"); got != tt.lang {
+				t.Errorf("Content-Language = %q, want %q", got, tt.lang)
+			}
+			if !strings.Contains(page, `name="csrf"`) || !strings.Contains(page, `id="login"`) {
+				t.Errorf("the translated page lost its form:\n%s", page)
+			}
+		})
+	}
+
+	t.Run("culture remembered", func(t *testing.T) {
+		b := newBrowser(t, f.h)
+		b.getWith("/app/signin?culture=nb-NO", "en")
+		_, page := b.getWith("/app/signed-out", "en")
+		if !strings.Contains(page, `<html lang="nb">`) || !strings.Contains(page, "Du er logget ut.") {
+			t.Fatalf("next page after culture=nb-NO is not Norwegian:\n%s", page)
+		}
+		// a wrong password is said in the page's language too
+		_, page = b.get("/app/signin")
+		_, page = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"wrong"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+		if !strings.Contains(page, "Feil brukernavn eller passord.") {
+			t.Errorf("wrong password in Norwegian, want %q:\n%s", "Feil brukernavn eller passord.", page)
+		}
+	})
+}
+
+// TestLanguageOfProblemPage: a problem page shows its code's title and its detail in the
+// page's language and keeps the stable code; the partner API's problem document stays
+// English, as documented for partner developers.
+func TestLanguageOfProblemPage(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	res, page := b.getWith("/app/login?code=not-a-code&culture=de", "")
+	for _, want := range []string{`<html lang="de">`, "<h1>Link ungültig</h1>", "Dieser Anmeldelink ist ungültig.", `<code id="code">login_code_invalid</code>`, "Fehlercode"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("problem page in German lacks %q:\n%s", want, page)
+		}
+	}
+	if res.StatusCode != http.StatusBadRequest {
+		t.Errorf("status = %d, want 400", res.StatusCode)
+	}
+
+	p := mainPayload()
+	p.OrganizationID = ""
+	r := forwardRequest(t, "url", p, string(linkspec.KindMain), f.now)
+	r.Header.Set("Accept-Language", "nb-NO")
+	res = serve(f.h, r)
+	var doc struct{ Title, Detail, Code string }
+	if err := json.Unmarshal([]byte(body(t, res)), &doc); err != nil || doc.Code != "payload_invalid" {
+		t.Fatalf("/url refusal = %d %+v, %v", res.StatusCode, doc, err)
+	}
+	if doc.Title != "Payload invalid" || doc.Detail != "The link's payload does not fit its kind." {
+		t.Errorf("/url refusal with Accept-Language nb = %+v, want the documented English title and detail", doc)
+	}
+}
+
+// TestLanguageSaved: the language picked in the page is saved for the account: it wins
+// over Accept-Language in any browser the person signs in from, and a culture parameter
+// still wins over it. The route follows the API's rules for writes.
+func TestLanguageSaved(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) {
+			dsn, _, _ := db.open(t)
+			w := newAPIWorld(t, dsn)
+			c := w.instructor
+
+			res, b := c.call(http.MethodPut, "/app/api/me/language", `{"language":"de"}`, func(r *http.Request) { r.Header.Del("X-CSRF-Token") })
+			problemOf(t, res, b, http.StatusForbidden, "csrf_invalid")
+			res, b = c.call(http.MethodPut, "/app/api/me/language", `{"language":"de"}`, func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") })
+			problemOf(t, res, b, http.StatusForbidden, "origin_forbidden")
+			for _, bad := range []string{`{"language":"fr"}`, `{"language":"de-DE"}`, `{}`, `{"language":"de","LANGUAGE":"sv"}`} {
+				res, b = c.call(http.MethodPut, "/app/api/me/language", bad)
+				problemOf(t, res, b, http.StatusBadRequest, "invalid_argument")
+			}
+			anon := &apiClient{browser: newBrowser(t, w.f.h)}
+			res, b = anon.call(http.MethodPut, "/app/api/me/language", `{"language":"de"}`, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-origin") })
+			if res.StatusCode != http.StatusForbidden && res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("PUT me/language without a session = %d %s, want a refusal", res.StatusCode, b)
+			}
+			if _, page := c.getWith("/app", "sv-SE"); !strings.Contains(page, `<html lang="sv">`) {
+				t.Fatalf("before a choice the shell follows Accept-Language sv:\n%s", page)
+			}
+
+			res, b = c.call(http.MethodPut, "/app/api/me/language", `{"language":"de"}`)
+			if res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"language":"de"`) {
+				t.Fatalf("PUT me/language de = %d %s", res.StatusCode, b)
+			}
+			if _, page := c.getWith("/app", "sv-SE"); !strings.Contains(page, `<html lang="de">`) || !strings.Contains(page, ">Abmelden</button>") {
+				t.Errorf("after choosing German the shell is not German:\n%s", page)
+			}
+
+			// Another browser, without the cookie: the account's choice beats its Accept-Language.
+			fresh := newBrowser(t, w.f.h)
+			_, page := fresh.getWith("/app/signin", "sv-SE")
+			res, _ = fresh.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+			if res.Header.Get("Location") != "/app" {
+				t.Fatalf("sign-in → %q", res.Header.Get("Location"))
+			}
+			if _, page := fresh.getWith("/app", "sv-SE"); !strings.Contains(page, `<html lang="de">`) || !strings.Contains(page, `<option value="de" lang="de" selected>`) {
+				t.Errorf("saved German does not beat Accept-Language sv in another browser:\n%s", page)
+			}
+			if _, page := fresh.getWith("/app?culture=da", "sv-SE"); !strings.Contains(page, `<html lang="da">`) {
+				t.Errorf("culture=da does not beat the saved German:\n%s", page)
+			}
+
+			// The member's page follows its own choice; "" follows the browser again.
+			m := w.member
+			if res, b := m.call(http.MethodPut, "/app/api/me/language", `{"language":"nb"}`); res.StatusCode != http.StatusOK {
+				t.Fatalf("member PUT me/language nb = %d %s", res.StatusCode, b)
+			}
+			if _, page := m.getWith("/go", "en"); !strings.Contains(page, `<html lang="nb">`) || !strings.Contains(page, ">Mine program</a>") {
+				t.Errorf("member's Go page is not Norwegian:\n%s", page)
+			}
+			if res, b := m.call(http.MethodPut, "/app/api/me/language", `{"language":""}`); res.StatusCode != http.StatusOK {
+				t.Fatalf("member PUT me/language \"\" = %d %s", res.StatusCode, b)
+			}
+			if _, page := m.getWith("/go", "en"); !strings.Contains(page, `<html lang="en">`) {
+				t.Errorf("after clearing the choice the Go page does not follow Accept-Language en:\n%s", page)
+			}
+		})
+	}
+}
+
+// TestMessagesServed: the page's scripts get the one catalogue, per language, English
+// filling nothing since every language is complete.
+func TestMessagesServed(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	res, text := b.get("/app/messages/nb")
+	var m map[string]string
+	if err := json.Unmarshal([]byte(text), &m); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /app/messages/nb = %d %v", res.StatusCode, err)
+	}
+	if m["editor.save"] != "Lagre programmet" || res.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Errorf("messages nb: editor.save = %q, type %q", m["editor.save"], res.Header.Get("Content-Type"))
+	}
+	for _, path := range []string{"/app/messages/fr", "/app/messages/nb-NO", "/app/messages/"} {
+		if res, _ := b.get(path); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, res.StatusCode)
+		}
+	}
+}
