@@ -24,8 +24,13 @@ const (
 )
 
 // chooseLanguage sets the answer's Content-Language from the request alone, and remembers
-// an explicit culture parameter in the language cookie for the pages that follow.
+// an explicit culture parameter in the language cookie for the pages that follow. Answers
+// that are no page for a person get none: the JSON API and /url's problem documents are
+// English for developers, the static files and the catalogue are what they are.
 func (h *Handler) chooseLanguage(w http.ResponseWriter, r *http.Request) {
+	if !isPage(r.URL.Path) {
+		return
+	}
 	if lang, ok := h.explicitLanguage(r); ok {
 		if c := r.URL.Query().Get(cultureParam); c != "" && h.cookie(r, langCookie) != lang {
 			h.setCookie(w, r, langCookie, lang, 0)
@@ -34,6 +39,16 @@ func (h *Handler) chooseLanguage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Language", i18n.Choose(r.Header.Get("Accept-Language")))
+}
+
+// isPage reports whether path is answered with a page a person reads.
+func isPage(path string) bool {
+	switch {
+	case strings.HasPrefix(path, apiPrefix), strings.HasPrefix(path, "/app/static/"), strings.HasPrefix(path, "/app/messages/"),
+		path == "/healthz", strings.HasPrefix(path, "/partner/") && strings.HasSuffix(path, "/url"):
+		return false
+	}
+	return true
 }
 
 // explicitLanguage is the language the person asked for in this browser: the culture

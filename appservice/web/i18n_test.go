@@ -97,6 +97,9 @@ func TestLanguageOfProblemPage(t *testing.T) {
 	if doc.Title != "Payload invalid" || doc.Detail != "The link's payload does not fit its kind." {
 		t.Errorf("/url refusal with Accept-Language nb = %+v, want the documented English title and detail", doc)
 	}
+	if got := res.Header.Get("Content-Language"); got != "" {
+		t.Errorf("/url refusal's Content-Language = %q, want none: the document is the partner API's English", got)
+	}
 }
 
 // TestLanguageSaved: the language picked in the page is saved for the account: it wins
@@ -182,6 +185,22 @@ func TestMessagesServed(t *testing.T) {
 	for _, path := range []string{"/app/messages/fr", "/app/messages/nb-NO", "/app/messages/"} {
 		if res, _ := b.get(path); res.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404", path, res.StatusCode)
+		}
+	}
+}
+
+// TestTranslateServer: a message the Go code writes in English reads in the page's
+// language, a {placeholder}'s value kept; one the catalogue lacks stays as it is.
+func TestTranslateServer(t *testing.T) {
+	for _, tt := range []struct{ lang, english, want string }{
+		{"nb", "Wrong username or password.", "Feil brukernavn eller passord."},
+		{"de", "The username ada.l is taken. Choose another one.", "Der Benutzername ada.l ist vergeben. Wählen Sie einen anderen."},
+		{"sv", "The path is not /partner/{name}/url or /partner/{name}/payload.", "Sökvägen är inte /partner/{name}/url eller /partner/{name}/payload."},
+		{"da", "Something the catalogue does not have.", "Something the catalogue does not have."},
+		{"en", "Wrong username or password.", "Wrong username or password."},
+	} {
+		if got := translateServer(tt.lang, tt.english); got != tt.want {
+			t.Errorf("translateServer(%q, %q) = %q, want %q", tt.lang, tt.english, got, tt.want)
 		}
 	}
 }
