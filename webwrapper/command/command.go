@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/culture"
 )
@@ -98,11 +99,15 @@ var fields = map[Name]map[string]kind{
 	SetCase:              {"caseid": text},
 }
 
-// Limits of text arguments; the case id's is the app service's.
-const (
-	maxText   = 256
-	maxCaseID = 128
-)
+// maxLength is a text argument's bound in characters: a case id's is the link's
+// (linkspec.MaxIDLength), since a link's case id is set by setcase too and listed by the
+// same API; every other text's is the person record's (personspec.MaxText).
+func maxLength(key string) int {
+	if key == "caseid" {
+		return linkspec.MaxIDLength
+	}
+	return personspec.MaxText
+}
 
 // Error is a refused command: an unknown name, or the arguments that failed and why.
 // Reasons never quote a value, since errors go back to the caller and into logs.
@@ -261,9 +266,6 @@ func Validate(c Command) error {
 		v.require("user")
 	case SetCase:
 		v.require("caseid")
-		if s, _ := c.Args["caseid"].(string); utf8.RuneCountInString(s) > maxCaseID {
-			v.fail("caseid", fmt.Sprintf("too long (at most %d characters)", maxCaseID))
-		}
 	case SelectPerson:
 		if len(v.errs) == 0 {
 			v.selectPerson()
@@ -332,8 +334,8 @@ func (v *validator) check(key string, k kind) {
 		switch {
 		case !ok:
 			v.fail(key, "must be a string")
-		case utf8.RuneCountInString(s) > maxText:
-			v.fail(key, fmt.Sprintf("too long (at most %d characters)", maxText))
+		case utf8.RuneCountInString(s) > maxLength(key):
+			v.fail(key, fmt.Sprintf("too long (at most %d characters)", maxLength(key)))
 		case strings.IndexFunc(s, unicode.IsControl) >= 0:
 			v.fail(key, "contains a control character")
 		}
