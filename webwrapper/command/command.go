@@ -134,7 +134,7 @@ func New(name string, args map[string]any, source string) (Command, error) {
 	n := Name(strings.ToLower(strings.TrimSpace(name)))
 	known, ok := fields[n]
 	if !ok {
-		return Command{}, &Error{Name: Name(shorten(string(n)))}
+		return Command{}, &Error{Name: Name(personspec.Shorten(string(n)))}
 	}
 	c := Command{Name: n, Args: make(map[string]any, len(args)), Source: source}
 	var errs []personspec.FieldError
@@ -143,7 +143,7 @@ func New(name string, args map[string]any, source string) (Command, error) {
 		v := args[k]
 		key := strings.ToLower(k)
 		if seen[key] {
-			errs = append(errs, personspec.FieldError{Field: shorten(key), Reason: "given twice"})
+			errs = append(errs, personspec.FieldError{Field: personspec.Shorten(key), Reason: "given twice"})
 			continue
 		}
 		seen[key] = true
@@ -244,7 +244,7 @@ func parseDate(s string) (t time.Time, dateOnly bool, err error) {
 func Validate(c Command) error {
 	known, ok := fields[c.Name]
 	if !ok {
-		return &Error{Name: Name(shorten(string(c.Name)))}
+		return &Error{Name: Name(personspec.Shorten(string(c.Name)))}
 	}
 	v := validator{name: c.Name, args: c.Args}
 	for _, key := range slices.Sorted(maps.Keys(known)) {
@@ -421,12 +421,4 @@ func (v *validator) selectPerson() {
 		return
 	}
 	v.errs = append(v.errs, errs...)
-}
-
-// shorten keeps a name readable in an error message.
-func shorten(s string) string {
-	if utf8.RuneCountInString(s) <= 40 {
-		return s
-	}
-	return string([]rune(s)[:40]) + "…"
 }
