@@ -65,14 +65,21 @@ type Command struct {
 	Warnings []string
 }
 
-// NeedsSignIn tells whether the command must wait until someone is signed in: everything
-// but the window commands, version and signon, which comes before the sign-in.
-func (c Command) NeedsSignIn() bool {
+// Queued tells whether the command waits its turn in the wrapper's one queue: everything
+// but the window commands, version and log, which act at once, even while the queue
+// waits for a sign-in.
+func (c Command) Queued() bool {
 	switch c.Name {
-	case Hide, Show, Version, Close, SignOn, Log:
+	case Hide, Show, Version, Close, Log:
 		return false
 	}
 	return true
+}
+
+// NeedsSignIn tells whether the command must wait until someone is signed in: every
+// queued command but signon, which comes before the sign-in.
+func (c Command) NeedsSignIn() bool {
+	return c.Queued() && c.Name != SignOn
 }
 
 // kind is how an argument is normalised and checked.

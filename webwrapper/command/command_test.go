@@ -153,6 +153,15 @@ func TestNeedsSignIn(t *testing.T) {
 	}
 }
 
+func TestQueued(t *testing.T) {
+	for n := range fields {
+		want := n != Hide && n != Show && n != Version && n != Close && n != Log
+		if got := (Command{Name: n}).Queued(); got != want {
+			t.Errorf("Command{%q}.Queued() = %v, want %v", n, got, want)
+		}
+	}
+}
+
 func TestErrorNeverQuotesValues(t *testing.T) {
 	_, err := New("selectperson", pipeArgs(t, `{"customid":"SECRET-ID","firstname":"SECRET","lastname":"","gender":"SECRETG"}`), FromPipe)
 	if err == nil || strings.Contains(err.Error(), "SECRET") {
