@@ -294,10 +294,14 @@ else
 fi
 
 logs_tail() { tail -n 20 "$logs/appservice.log" "$logs/caddy.log" >&2; }
+# Ola, the demo links' contact, has a plan when a newcomer opens the Go link; --check leaves
+# him without one, since it makes his plan through the JSON API.
+demo_member=()
+[ "$mode" = check ] || demo_member=(-demo-member "$demo/go-link.json")
 bin/appservice -listen "127.0.0.1:$app_port" -db "$data/appservice.db" -secret-file "$data/app.secret" \
 	-public-url "$gateway" -frame-ancestors "'self' http://localhost:* http://127.0.0.1:*" \
 	-instructor instructor -instructor-email ida@partner.example -instructor-name "Ida Berg" -demo-data -demo-org "demo:org-1:North Clinic" \
-	2>>"$logs/appservice.log" &
+	${demo_member[@]+"${demo_member[@]}"} 2>>"$logs/appservice.log" &
 app_pid=$!
 pids+=("$app_pid")
 ./caddy run --config "$config" --adapter caddyfile 2>>"$logs/caddy.log" &
@@ -527,10 +531,10 @@ partnergate is running.
 2. The first link for employee emp-1001 asks for a service account. Sign in with
      username  instructor   (or ida@partner.example)
      password  $PARTNERGATE_APP_INSTRUCTOR_PASSWORD
-   The application shows Ola Nordmann in focus and the link's case, case-1: give him a
-   plan (New plan, from a template), change it, save it and export it to the case; the
-   exercise catalogue and the template library are under Exercises and Templates. Send
-   the link again: it signs in directly.
+   The application shows Ola Nordmann in focus and the link's case, case-1, with his plan
+   "Knee rehabilitation, week 1": change it, save it and export it to the case, or give
+   him another (New plan, from a template); the exercise catalogue and the template
+   library are under Exercises and Templates. Send the link again: it signs in directly.
 
 3. The form variant (/payload), as a partner page that posts the hidden field:
 
@@ -539,7 +543,8 @@ partnergate is running.
    then open $demo/partner-page.html in a browser.
 
 4. A Go link for Ola (creates the member account and signs it in): it shows the plans
-   made for him, each exercise with its instructions.
+   made for him, "Knee rehabilitation, week 1" from the start, each exercise with its
+   instructions.
 
    $send --payload $demo/go-link.json --open
 

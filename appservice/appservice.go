@@ -23,6 +23,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/appservice/web"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // Config is the app service's configuration; cmd/appservice fills it from flags and
@@ -56,6 +57,10 @@ type Config struct {
 	// "partner:organizationId:name" (./run.sh names its demo link's organization, so that
 	// the first link lands on a populated application). Empty: none.
 	DemoOrganization string
+	// DemoMember, with DemoData and DemoOrganization, is the path of a Go link payload (JSON)
+	// of that partner whose contact is seeded with a plan (store.SeedDemoMember), so that
+	// the member ./run.sh's Go link signs in sees one. Empty: none.
+	DemoMember string
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
@@ -124,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.DemoData && cfg.Instructor.Username != "" {
-		if err := seedDemo(ctx, st, cfg.Instructor.Username, cfg.DemoOrganization); err != nil {
+		if err := seedDemo(ctx, st, cfg.Instructor.Username, cfg.DemoOrganization, cfg.DemoMember); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("seeding demo data: %w", err)
 		}
@@ -236,21 +241,42 @@ func loadOrCreateSecret(path string, log *slog.Logger) ([]byte, error) {
 }
 
 // seedDemo seeds the demo data into the organization where the instructor's password
-// sign-in lands and into demoOrg when given, owned by the instructor.
-func seedDemo(ctx context.Context, st *store.Store, username, demoOrg string) error {
+// sign-in lands and into demoOrg when given, and demoMember's contact with a plan, owned by
+// the instructor.
+func seedDemo(ctx context.Context, st *store.Store, username, demoOrg, demoMember string) error {
 	account, org, err := st.InstructorHome(ctx, username)
 	if err != nil {
 		return err
 	}
-	if err := st.SeedDemo(ctx, org, account); err != nil || demoOrg == "" {
+	if err := st.SeedDemo(ctx, org, account); err != nil {
 		return err
+	}
+	if demoOrg == "" {
+		if demoMember != "" {
+			return errors.New("a demo member needs a demo organization, whose partner it belongs to")
+		}
+		return nil
 	}
 	partner, rest, ok1 := strings.Cut(demoOrg, ":")
 	id, name, ok2 := strings.Cut(rest, ":")
 	if !ok1 || !ok2 || partner == "" || id == "" || name == "" {
 		return fmt.Errorf("demo organization %q: want partner:organizationId:name", demoOrg)
 	}
-	return st.SeedDemoOrganization(ctx, partner, id, name, account)
+	if err := st.SeedDemoOrganization(ctx, partner, id, name, account); err != nil || demoMember == "" {
+		return err
+	}
+	data, err := os.ReadFile(demoMember)
+	if err != nil {
+		return fmt.Errorf("reading the demo member: %w", err)
+	}
+	p, err := linkspec.DecodePayload(data)
+	if err != nil {
+		return fmt.Errorf("demo member %s: %w", demoMember, err)
+	}
+	if err := st.SeedDemoMember(ctx, partner, p, account); err != nil {
+		return fmt.Errorf("demo member %s: %w", demoMember, err)
+	}
+	return nil
 }
 
 func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 func TestStartFirstRun(t *testing.T) {
@@ -128,5 +129,57 @@ func TestStartDemoOrganization(t *testing.T) {
 			}
 			s.Shutdown(context.Background())
 		})
+	}
+}
+
+// TestStartDemoMember: with DemoMember, the contact of the Go link payload in the file has a
+// plan, which that Go link's member sees; a file that is missing or holds no Go link
+// payload, or a demo member without a demo organization, stops the start.
+func TestStartDemoMember(t *testing.T) {
+	dir := t.TempDir()
+	goLink := filepath.Join(dir, "go-link.json")
+	payload := `{"organizationName": "North Clinic", "organizationId": "org-1",
+  "contact": {"id": "contact-1", "firstname": "Ola", "lastname": "Nordmann", "birthdate": "1985-04-17", "email": "ola@example.org"}}`
+	mainLink := filepath.Join(dir, "main-link.json")
+	for path, data := range map[string]string{goLink: payload,
+		mainLink: `{"employeeId": "emp-1", "organizationName": "North Clinic", "organizationId": "org-1", "contact": {"id": "contact-1", "firstname": "Ola", "lastname": "Nordmann"}}`} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := func(db, org, member string) Config {
+		return Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, db), SecretFile: filepath.Join(dir, "app.secret"),
+			UpstreamSecret: "0123456789abcdef0123456789abcdef", Instructor: Instructor{Username: "instructor", Password: "a long demo password"},
+			DemoData: true, DemoOrganization: org, DemoMember: member, Stdout: io.Discard}
+	}
+	ctx := context.Background()
+	for start := 1; start <= 2; start++ {
+		s, err := Start(ctx, cfg("app.db", "demo:org-1:North Clinic", goLink))
+		if err != nil {
+			t.Fatalf("Start #%d = %v", start, err)
+		}
+		p, err := linkspec.DecodePayload([]byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.store.ResolveLink(ctx, store.Link{Partner: "demo", Endpoint: "url", RequestID: "r", Kind: linkspec.KindGo, Payload: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans, err := s.store.MemberWorkouts(ctx, r.AccountID)
+		if err != nil || len(plans) != 1 || plans[0].Title != store.DemoMemberPlan {
+			t.Errorf("after start #%d the Go link's member has plans %+v, %v, want one %q", start, plans, err, store.DemoMemberPlan)
+		}
+		s.Shutdown(ctx)
+	}
+	for _, tt := range []struct{ name, org, member string }{
+		{"missing file", "demo:org-1:North Clinic", filepath.Join(dir, "none.json")},
+		{"main-client payload", "demo:org-1:North Clinic", mainLink},
+		{"no demo organization", "", goLink},
+	} {
+		if s, err := Start(ctx, cfg("other.db", tt.org, tt.member)); err == nil {
+			s.Shutdown(ctx)
+			t.Errorf("Start with a demo member (%s) succeeded, want an error", tt.name)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestNonceLengthCountsBytes pins the unit of nonce_min_length and nonce_max_length: bytes
-// (SECURITY.md, README.md), not characters. Every acceptable nonce is visible ASCII, one
+// (SECURITY.md, docs/jwt_partner.md), not characters. Every acceptable nonce is visible ASCII, one
 // byte a character, so the unit shows only in which rule refuses a multi-byte nonce: one
 // whose bytes are outside the bounds is refused for its length even when its characters
 // are within them, and one whose bytes are within is refused for its characters even

@@ -112,9 +112,9 @@ func DecodeSelect(data []byte) (*Select, []FieldError, error) {
 		case name == "profiledata":
 			sel.Profile = d.profile(name, m.value)
 		case len(sel.Extra) == maxExtra:
-			d.fail(truncate(name), fmt.Sprintf("too many unknown members (at most %d)", maxExtra))
+			d.fail(Shorten(name), fmt.Sprintf("too many unknown members (at most %d)", maxExtra))
 		case utf8.RuneCountInString(name) > MaxText:
-			d.fail(truncate(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
+			d.fail(Shorten(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
 		default:
 			if sel.Extra == nil {
 				sel.Extra = map[string]json.RawMessage{}
@@ -163,7 +163,7 @@ func decodeObject(data []byte) ([]member, error) {
 		}
 		name := strings.ToLower(tok.(string)) // object keys are always strings
 		if seen[name] {
-			return nil, fmt.Errorf("decoding object: member %q appears twice", truncate(name))
+			return nil, fmt.Errorf("decoding object: member %q appears twice", Shorten(name))
 		}
 		seen[name] = true
 		var value json.RawMessage
@@ -181,8 +181,10 @@ func decodeObject(data []byte) ([]member, error) {
 	return members, nil
 }
 
-// truncate shortens a member name for an error message, which must stay readable.
-func truncate(s string) string {
+// Shorten keeps a name taken from the input readable in an error message or warning: at
+// most 40 characters and an ellipsis. The wrapper's protocols shorten the names they
+// report with it too.
+func Shorten(s string) string {
 	if utf8.RuneCountInString(s) <= 40 {
 		return s
 	}
@@ -260,20 +262,29 @@ func (d *decoder) userID(field string, raw json.RawMessage) int64 {
 	return id
 }
 
-// gender maps the accepted spellings to the stored values; K is the Scandinavian initial
-// for female (kvinna, kvinne, kvinde).
 func (d *decoder) gender(field string, raw json.RawMessage) string {
-	s := d.text(field, raw, MaxText)
-	switch strings.ToLower(s) {
-	case "":
-		return ""
-	case "female", "f", "k":
-		return "female"
-	case "male", "m":
-		return "male"
+	g, ok := ParseGender(d.text(field, raw, MaxText))
+	if !ok {
+		d.fail(field, "must be female, male, F, M or K")
 	}
-	d.fail(field, "must be female, male, F, M or K")
-	return ""
+	return g
+}
+
+// ParseGender maps a gender as a link or selectperson gives it to the stored value, in any
+// case and trimmed: "female" for female, F and K (the Scandinavian initial of kvinne,
+// kvinna, kvinde), "male" for male and M. A blank gender is "" and ok; any other is "" and
+// not ok. The app service stores a link's gender through it too, so that both read one
+// spelling the same.
+func ParseGender(s string) (gender string, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return "", true
+	case "female", "f", "k":
+		return "female", true
+	case "male", "m":
+		return "male", true
+	}
+	return "", false
 }
 
 func (d *decoder) birthDate(field string, raw json.RawMessage) string {
@@ -326,9 +337,9 @@ func (d *decoder) profile(field string, raw json.RawMessage) []ProfileEntry {
 					}
 				}
 			case len(e.Extra) == maxExtra:
-				d.fail(at+"."+truncate(name), fmt.Sprintf("too many further keys (at most %d)", maxExtra))
+				d.fail(at+"."+Shorten(name), fmt.Sprintf("too many further keys (at most %d)", maxExtra))
 			case utf8.RuneCountInString(name) > MaxText:
-				d.fail(at+"."+truncate(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
+				d.fail(at+"."+Shorten(name), fmt.Sprintf("name too long (at most %d characters)", MaxText))
 			default:
 				if e.Extra == nil {
 					e.Extra = map[string]string{}

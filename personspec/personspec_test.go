@@ -190,3 +190,49 @@ func TestFormatProfileDate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseGender(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{"female", "female", true},
+		{"Female", "female", true},
+		{" F ", "female", true},
+		{"f", "female", true},
+		{"K", "female", true},
+		{"k\t", "female", true},
+		{"male", "male", true},
+		{"MALE", "male", true},
+		{"m", "male", true},
+		{" M\n", "male", true},
+		{"", "", true},
+		{"   ", "", true},
+		{"x", "", false},
+		{"kvinne", "", false},
+		{"mann", "", false},
+		{"fe male", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := ParseGender(tt.in); got != tt.want || ok != tt.ok {
+			t.Errorf("ParseGender(%q) = %q, %v, want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestShorten(t *testing.T) {
+	forty := strings.Repeat("å", 40)
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"name", "name"},
+		{forty, forty},
+		{forty + "x", forty + "…"},
+		{strings.Repeat("ø", 300), strings.Repeat("ø", 40) + "…"},
+	}
+	for _, tt := range tests {
+		if got := Shorten(tt.in); got != tt.want {
+			t.Errorf("Shorten(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -196,7 +196,7 @@ func Title(c Code) string {
 }
 
 // TypePrefix makes a code an RFC 9457 problem type URI. A URN, because a type must not
-// change while documentation moves; the README lists every code.
+// change while documentation moves; docs/jwt_partner.md lists every code.
 const TypePrefix = "urn:partnergate:problem:"
 
 // FieldError names one failing field by its JSON path ("contact.firstname") and says why,

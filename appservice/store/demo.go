@@ -3,10 +3,64 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/personspec"
 )
+
+// DemoMemberPlan is the template SeedDemoMember gives the demo member's record a plan from.
+const DemoMemberPlan = "Knee rehabilitation, week 1"
+
+// SeedDemoMember resolves the contact of partner's Go link payload p as the link itself
+// would (the organization, the organization's record of the contact, the member behind
+// it), without signing anyone in, and gives the record a plan from DemoMemberPlan, owned
+// by ownerAccountID, unless it has a plan already. So the member that ./run.sh's printed
+// Go link signs in sees a plan, as a member would. A payload that is no valid Go link is
+// refused.
+func (s *Store) SeedDemoMember(ctx context.Context, partner string, p *linkspec.Payload, ownerAccountID int64) error {
+	if p == nil || p.Contact == nil {
+		return errLinkInvalid
+	}
+	if kind, err := p.Validate(linkspec.KindGo); err != nil || kind != linkspec.KindGo {
+		return fmt.Errorf("demo member: %w", errLinkInvalid)
+	}
+	r := &Resolved{}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		org, err := s.upsertOrganization(ctx, tx, partner, p.OrganizationID, p.OrganizationName, now)
+		if err != nil {
+			return err
+		}
+		r.OrganizationID = org
+		var hash sql.NullString
+		if n := normalizeSSN(p.Contact.SSN); n != "" {
+			hash = sql.NullString{String: s.ssnHash(n), Valid: true}
+		}
+		if err := s.resolvePerson(ctx, tx, r, p.Contact, hash, now); err != nil {
+			return err
+		}
+		return s.resolveMemberOf(ctx, tx, r, partner, p.Contact, hash, now)
+	})
+	if err != nil {
+		return err
+	}
+	if plans, err := s.Workouts(ctx, r.OrganizationID, WorkoutQuery{PersonID: r.PersonID, Limit: 1}); err != nil || len(plans) > 0 {
+		return err
+	}
+	templates, err := s.Workouts(ctx, r.OrganizationID, WorkoutQuery{Templates: true, Limit: 500})
+	if err != nil {
+		return err
+	}
+	for _, t := range templates {
+		if t.Title == DemoMemberPlan {
+			_, err := s.CreateWorkout(ctx, r.OrganizationID, ownerAccountID, r.PersonID, t.ID, "")
+			return err
+		}
+	}
+	return fmt.Errorf("demo member: no template %q", DemoMemberPlan)
+}
 
 // SeedDemoOrganization seeds the demo data (SeedDemo) into the partner's organization
 // partnerOrgID, created when missing, so that the demo partner's first link lands on a

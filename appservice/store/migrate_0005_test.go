@@ -296,3 +296,79 @@ func TestMigrate0005ClinicRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrate0005StrayOfAnotherNumber: a 0003 stray whose identity number differs from that
+// of the person holding its custom id is not taken for that person: nothing is merged on
+// conflicting evidence. It stays its organization's record without the id, a member of its
+// own (it has a member account, which keeps its plan); the partner's next link of the id at
+// its organization makes a new record there for the id's member.
+func TestMigrate0005StrayOfAnotherNumber(t *testing.T) {
+	for _, b := range emptyDatabases() {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := b.dsn(t)
+			s0, err := connect(ctx, dsn, Options{SSNKey: testKey, Now: newClock().Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s0.provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.UpTo(ctx, 4); err != nil {
+				t.Fatalf("migrating to version 4: %v", err)
+			}
+			for _, stmt := range []string{
+				`INSERT INTO organizations (id, partner, partner_org_id, name, created_at, updated_at) VALUES
+					(1, 'demo', 'org-a', 'Clinic A', 1, 1), (2, 'demo', 'org-b', 'Clinic B', 1, 1)`,
+				`INSERT INTO persons (id, ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at,
+					phone_home, phone_work, address, country, zipcode, location, extra) VALUES
+					(1, 'hash-liv', 'Liv', '', 'Dahl', '', '', '', '', '', 10, 10, '', '', '', '', '', '', '{}'),
+					(2, 'hash-other', 'Liv', '', 'Dahl', '', '', '', '', '', 20, 20, '', '', '', '', '', '', '{}')`,
+				`INSERT INTO person_identities (partner, partner_person_id, person_id, created_at) VALUES ('demo', 'c-1', 1, 10)`,
+				`INSERT INTO person_organizations (person_id, organization_id, custom_id, created_at, updated_at) VALUES
+					(1, 1, 'c-1', 10, 10), (2, 2, 'c-1', 20, 20)`,
+				`INSERT INTO accounts (id, role, username, email, display_name, password_hash, contact_id, created_at, updated_at) VALUES
+					(1, 'instructor', 'coach', 'coach@b.example', 'Coach B', NULL, NULL, 1, 1),
+					(2, 'member', NULL, 'liv@b.example', 'Liv Dahl', NULL, 2, 1, 1)`,
+				`INSERT INTO links (id, partner, kind, endpoint, request_id, organization_id, contact_id, employee_id, account_id, case_id, created_at) VALUES
+					(1, 'demo', 'go', 'url', 'r1', 2, 2, NULL, 2, '', 20)`,
+				`INSERT INTO workouts (id, organization_id, person_id, owner_account_id, title, notes, is_template, created_at, updated_at) VALUES
+					(100, 2, 2, 1, 'Plan B', '', 0, 1, 20)`,
+			} {
+				if _, err := s0.db.Exec(s0.q(stmt)); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
+			if s0.d.name == "postgres" {
+				for _, table := range []string{"organizations", "persons", "accounts", "links", "workouts"} {
+					if _, err := s0.db.Exec(`SELECT setval(pg_get_serial_sequence('` + table + `', 'id'), (SELECT MAX(id) FROM ` + table + `))`); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s0.Close()
+
+			s, err := Open(ctx, dsn, Options{SSNKey: testKey, Now: newClock().Now})
+			if err != nil {
+				t.Fatalf("Open = %v", err)
+			}
+			defer s.Close()
+			wantPerson(t, s, "the stray of another number", 2, 2, Person{Firstname: "Liv", Lastname: "Dahl", CustomID: "c-1"})
+			var holder, stray sql.NullInt64
+			queryRow(t, s, "SELECT member_id FROM persons WHERE id = 1", nil, &holder)
+			queryRow(t, s, "SELECT member_id FROM persons WHERE id = 2", nil, &stray)
+			if !holder.Valid || !stray.Valid || holder.Int64 == stray.Int64 {
+				t.Errorf("members of c-1's person and the stray = %v, %v; want two members", holder, stray)
+			}
+			if ws, err := s.MemberWorkouts(ctx, 2); err != nil || len(ws) != 1 || ws[0].Title != "Plan B" {
+				t.Errorf("MemberWorkouts(the stray's account) = %+v, %v, want its Plan B", ws, err)
+			}
+			r := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-b", "Clinic B", contactOf("c-1", "Liv", "Dahl")))
+			if r.PersonID == 2 || !r.PersonCreated || r.MemberID != holder.Int64 || r.AccountID == 2 {
+				t.Errorf("Go link of c-1 at Clinic B = %+v, want a new record of c-1's member %d, not the stray", r, holder.Int64)
+			}
+			checkForeignKeys(t, s)
+		})
+	}
+}

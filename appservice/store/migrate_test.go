@@ -153,6 +153,20 @@ func TestOldRunnerDatabaseMigrates(t *testing.T) {
 				t.Errorf("memberships of the linked instructor in org1 = %d, want 1", members)
 			}
 
+			// 0003's two persons of c1 are, after 0005, each organization's record of one
+			// member: a Go link of c1 finds each organization's own record and one account.
+			var c1Members, unlinked int
+			queryRow(t, s, "SELECT COUNT(DISTINCT member_id), COUNT(*) - COUNT(member_id) FROM persons WHERE id IN (1, 2)", nil, &c1Members, &unlinked)
+			if c1Members != 1 || unlinked != 0 {
+				t.Errorf("c1's records belong to %d members, %d to none; want both to one", c1Members, unlinked)
+			}
+			south := mustResolve(t, s, goLink("org2", "c1", "ola@example.com"))
+			north := mustResolve(t, s, goLink("org1", "c1", "ola@example.com"))
+			if south.PersonID != 2 || north.PersonID != 1 || south.PersonCreated || north.PersonCreated || south.MemberCreated ||
+				south.MemberID != north.MemberID || north.AccountCreated || north.AccountID != south.AccountID {
+				t.Errorf("Go links of c1 = %+v in org2, %+v in org1; want records 2 and 1 of one member, one account", south, north)
+			}
+
 			r := mustResolve(t, s, goLink("org1", "c3", "kari@example.com"))
 			if r.PersonID != 3 || r.AccountID != 2 || r.AccountCreated {
 				t.Errorf("Go link for old c3 = person %d account %d (created %v), want person 3, account 2", r.PersonID, r.AccountID, r.AccountCreated)

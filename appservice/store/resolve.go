@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // Link is one verified link request as the gateway forwarded it.
@@ -403,16 +404,12 @@ RETURNING id`), RoleMember, email, name, r.MemberID, now, now).Scan(&r.AccountID
 	}
 }
 
-// normalizeGender maps a link's or selectperson's gender to the stored values: "female"
-// (female, F, and K, the Scandinavian initial of kvinne/kvinna), "male" (male, M), else "".
+// normalizeGender maps a link's or selectperson's gender to the stored values, "" for one
+// personspec does not read: a link's gender is free text (linkspec), so an unknown one is
+// not stored rather than refused.
 func normalizeGender(g string) string {
-	switch strings.ToLower(strings.TrimSpace(g)) {
-	case "female", "f", "k":
-		return "female"
-	case "male", "m":
-		return "male"
-	}
-	return ""
+	gender, _ := personspec.ParseGender(g)
+	return gender
 }
 
 func displayName(parts ...string) string {

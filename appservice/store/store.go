@@ -13,6 +13,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-	_ "modernc.org/sqlite"             // driver "sqlite"
+	"modernc.org/sqlite"
 )
 
 //go:embed migrations/*.sql
@@ -276,15 +277,50 @@ func openSQLite(path string) (*sql.DB, error) {
 	q.Set("_txlock", "immediate")
 	// The path is percent-encoded: SQLite decodes a file: URI's path, and a ?, # or % in
 	// it would otherwise start the query, start a fragment or be decoded.
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
+	db := sql.OpenDB(sqliteConnector{dsn: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()})
 	// One writer at a time is SQLite's model; a small pool keeps readers concurrent without
 	// piling up writers that would only wait on the lock.
 	db.SetMaxOpenConns(4)
 	return db, nil
 }
+
+// sqliteDriver opens the store's SQLite databases: modernc's driver with lower and upper
+// mapping case by Unicode (strings.ToLower, strings.ToUpper). SQLite's own map ASCII only,
+// so that the searches' LOWER(name) LIKE ? and the e-mail comparisons at sign-in and
+// sign-up would not find "Åse" for "åse", which PostgreSQL does (its lower() follows the
+// database's LC_CTYPE, a UTF-8 one: docs/operations.md). A driver of the store's own, so
+// that the override reaches no other SQLite connection of the process.
+var sqliteDriver = func() *sqlite.Driver {
+	d := &sqlite.Driver{}
+	d.MustRegisterDeterministicScalarFunction("lower", 1, caseMapper(strings.ToLower))
+	d.MustRegisterDeterministicScalarFunction("upper", 1, caseMapper(strings.ToUpper))
+	return d
+}()
+
+// caseMapper is a one-argument SQL function applying f to text, as SQLite's lower and
+// upper do: NULL stays NULL, a blob or a number is taken as its text.
+func caseMapper(f func(string) string) func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) {
+	return func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case nil:
+			return nil, nil
+		case string:
+			return f(v), nil
+		case []byte:
+			return f(string(v)), nil
+		default:
+			return f(fmt.Sprint(v)), nil
+		}
+	}
+}
+
+// sqliteConnector opens connections to dsn with sqliteDriver, for sql.OpenDB.
+type sqliteConnector struct{ dsn string }
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
+	return sqliteDriver.Open(c.dsn)
+}
+func (c sqliteConnector) Driver() driver.Driver { return sqliteDriver }
 
 // Dialect names the database in use: "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.d.name }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/pgtest"
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // clock is an injected clock tests move by hand.
@@ -229,5 +231,53 @@ func TestMigrationsIdempotent(t *testing.T) {
 			t.Errorf("foreign_keys = %d, want 1", fk)
 		}
 		s.Close()
+	}
+}
+
+// TestUnicodeCase: the searches and the e-mail comparisons fold case beyond ASCII on both
+// databases, as PostgreSQL's lower() does under a UTF-8 LC_CTYPE: "åse" finds "Åse", and
+// "ÅSE@x.no" at sign-up collides with "Åse@x.no". SQLite's own lower() maps ASCII only.
+func TestUnicodeCase(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			org := orgOf(t, s, "org1")
+			p, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "c-åse", Firstname: "Åse", Lastname: "Ørnø"})
+			if _, err := s.CreateWorkout(ctx, org, 0, p.ID, 0, "Knee plan for ÅSE ØRNØ"); err != nil {
+				t.Fatal(err)
+			}
+			queryRow(t, s, `INSERT INTO exercises (organization_id, name, category, body_part, equipment, instructions, created_at)
+VALUES (?, 'Ærlig Ånd', 'Styrke', 'Hofte', 'Ingen', 'x', 0) RETURNING id`, []any{org}, new(int64))
+			for _, text := range []string{"åse ørnø", "ÅSE ØRNØ", "Åse"} {
+				if ws, err := s.Workouts(ctx, org, WorkoutQuery{Text: text}); err != nil || len(ws) != 1 {
+					t.Errorf("Workouts(Text: %q) = %d, %v, want the plan for ÅSE ØRNØ", text, len(ws), err)
+				}
+			}
+			for _, q := range []ExerciseQuery{{Text: "ærlig ånd"}, {Text: "ÆRLIG"}, {Category: "styrke", BodyPart: "HOFTE", Equipment: "ingen"}} {
+				if es, err := s.Exercises(ctx, org, q); err != nil || len(es) != 1 || es[0].Name != "Ærlig Ånd" {
+					t.Errorf("Exercises(%+v) = %+v, %v, want Ærlig Ånd", q, es, err)
+				}
+			}
+
+			if _, err := s.EnsureInstructor(ctx, "coach", "Åse@x.no", "Coach", "pw-1"); err != nil {
+				t.Fatal(err)
+			}
+			for _, login := range []string{"åse@x.no", "ÅSE@X.NO"} {
+				if _, err := s.SignIn(ctx, login, "pw-1", ""); err != nil {
+					t.Errorf("SignIn(%q) = %v, want the account of Åse@x.no", login, err)
+				}
+			}
+			r := mustResolve(t, s, mainLink("e1", "org1", "c1"))
+			ex, err := s.ExchangeCode(ctx, r.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, email := range []string{"åse@x.no", "ÅSE@x.no"} {
+				if _, err := s.CreateInstructorForPending(ctx, ex.Token, "ida", email, "Ida", "pw-2"); !errors.Is(err, ErrEmailTaken) {
+					t.Errorf("CreateInstructorForPending(e-mail %q) = %v, want ErrEmailTaken (Åse@x.no has it)", email, err)
+				}
+			}
+		})
 	}
 }

@@ -55,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
 	fl.BoolVar(&cfg.DemoData, "demo-data", env("PARTNERGATE_APP_DEMO_DATA", "") == "1", "seed demo persons and workout plans into the first instructor's organization (env PARTNERGATE_APP_DEMO_DATA=1)")
 	fl.StringVar(&cfg.DemoOrganization, "demo-org", env("PARTNERGATE_APP_DEMO_ORG", ""), "with -demo-data, also seed the partner's organization `partner:organizationId:name`, created when missing (env PARTNERGATE_APP_DEMO_ORG)")
+	fl.StringVar(&cfg.DemoMember, "demo-member", env("PARTNERGATE_APP_DEMO_MEMBER", ""), "with -demo-org, also seed the contact of the Go link payload in `file` (JSON) with a plan, as that link would resolve it (env PARTNERGATE_APP_DEMO_MEMBER)")
 	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
 	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")

@@ -181,3 +181,36 @@ func TestDeployCaddyfileAdapts(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeCaddyfileAdapts keeps the README's minimal Caddyfile, the first one a newcomer
+// copies, a working configuration: it adapts without a warning into a jwt_partner handler
+// with its partner before a reverse_proxy, and the catch-all route strips the gateway's
+// headers.
+func TestReadmeCaddyfileAdapts(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := caddyfileBlocks(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 1 {
+		t.Fatalf("README.md has %d caddyfile blocks, want the one minimal Caddyfile", len(blocks))
+	}
+	got, err := adapt("README.md", string(blocks[0].body))
+	if err != nil {
+		t.Fatalf("adapting the README's Caddyfile: %v", err)
+	}
+	if i := strings.Index(got, "\nwarning: "); i >= 0 {
+		t.Errorf("adapting the README's Caddyfile warns:%s", got[i:])
+	}
+	for _, want := range []string{`"handler": "jwt_partner"`, `"acme": {`, `"jwks_url": "https://ehr.acme.example/.well-known/jwks.json"`, `"upstream_secret": "{env.PARTNERGATE_UPSTREAM_SECRET}"`, `"X-Partner-*"`, `"handler": "reverse_proxy"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the README's Caddyfile adapts without %s:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, `"handler": "jwt_partner"`) > strings.Index(got, `"handler": "reverse_proxy"`) {
+		t.Errorf("the README's Caddyfile puts reverse_proxy before jwt_partner:\n%s", got)
+	}
+}

@@ -3,12 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -139,6 +143,7 @@ func TestRunScript(t *testing.T) {
 		if res := harness.Do(t, req); res.StatusCode != http.StatusOK {
 			t.Errorf("GET /healthz through the operator's Caddyfile = %d %s, want 200", res.StatusCode, res.Body)
 		}
+		goLinkShowsPlan(t, tree, out)
 
 		out, err = runScript(t, tree, freePorts(t), data, nil, "--check")
 		if want := "run.sh: the data folder " + data + " is in use by another run.sh"; err == nil || !strings.Contains(out, want) || strings.Contains(out, "passed") {
@@ -182,6 +187,65 @@ func TestRunScript(t *testing.T) {
 			t.Errorf("the operator's Caddyfile changed (%v):\n%s", err, after)
 		}
 	})
+}
+
+// goLinkShowsPlan runs the Go link command run.sh printed (out), as a newcomer does but
+// without --open, follows the login URL it prints in a browser's stead and reads the
+// member's plans: Ola, the demo links' contact, has one from the start.
+func goLinkShowsPlan(t *testing.T, tree, out string) {
+	t.Helper()
+	var command string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.Contains(line, "go-link.json --open") {
+			command = strings.TrimSuffix(line, " --open")
+		}
+	}
+	if command == "" {
+		t.Fatalf("run.sh printed no Go link command:\n%s", out)
+	}
+	send := exec.Command("sh", "-c", command)
+	send.Dir = tree
+	url, err := send.Output()
+	if err != nil {
+		t.Fatalf("%s = %v", command, err)
+	}
+	login, err := neturl.Parse(strings.TrimSpace(string(url)))
+	if err != nil {
+		t.Fatalf("%s printed %q, not a login URL", command, url)
+	}
+	// The login page, then its form's post of the one-time code, as a browser does.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	res, err := client.Get(login.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]*)"`).FindSubmatch(page)
+	if res.StatusCode != http.StatusOK || csrf == nil {
+		t.Fatalf("the Go login URL answered %d without the login form:\n%s", res.StatusCode, page)
+	}
+	res, err = client.PostForm(login.ResolveReference(&neturl.URL{Path: "/app/login"}).String(),
+		neturl.Values{"code": {login.Query().Get("code")}, "csrf": {string(csrf[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/go" {
+		t.Fatalf("the Go login led to %d %s, want 200 /go", res.StatusCode, res.Request.URL)
+	}
+	req, _ := http.NewRequest(http.MethodGet, login.ResolveReference(&neturl.URL{Path: "/app/api/me/workouts"}).String(), nil)
+	req.Header.Set("Accept", "application/json")
+	res, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Knee rehabilitation, week 1"`) || !strings.Contains(string(body), `"exerciseCount":`) {
+		t.Errorf("GET /app/api/me/workouts as the demo member = %d %s, want the plan Knee rehabilitation, week 1", res.StatusCode, body)
+	}
 }
 
 // ports are run.sh's gateway, app service and Caddy admin ports.

@@ -239,7 +239,7 @@ http://127.0.0.1:{{.Port}} {
 // proxyDebugWarning is the start of the handler's warning that reverse_proxy logs at debug.
 const proxyDebugWarning = "reverse_proxy logs at debug level"
 
-// TestDebugLogsShowForwardedHeaders records what SECURITY.md and the README say about
+// TestDebugLogsShowForwardedHeaders records what SECURITY.md and docs/jwt_partner.md say about
 // Caddy-wide DEBUG logging: the gateway's own lines still carry no token, nonce or payload
 // value, but Caddy's reverse_proxy logs every header it sends upstream ("upstream
 // roundtrip"), the verified identity included, and jwt_partner warns about it at load. The
@@ -314,10 +314,10 @@ func TestDebugLogsShowForwardedHeaders(t *testing.T) {
 				t.Errorf("jwt_partner warned that reverse_proxy logs at debug level: %v, want %v\n%s", warned, tt.leaks, c.Logs())
 			}
 			if roundtripWithSSN != tt.leaks {
-				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Contact-Ssn: %v, want %v (if Caddy changed, correct SECURITY.md and the README, then this test)\n%s", roundtripWithSSN, tt.leaks, c.Logs())
+				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Contact-Ssn: %v, want %v (if Caddy changed, correct SECURITY.md and docs/jwt_partner.md, then this test)\n%s", roundtripWithSSN, tt.leaks, c.Logs())
 			}
 			if roundtripWithClaims != tt.leaks {
-				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Claims: %v, want %v (if Caddy changed, correct SECURITY.md and the README, then this test)\n%s", roundtripWithClaims, tt.leaks, c.Logs())
+				t.Errorf("reverse_proxy's upstream roundtrip line shows X-Partner-Claims: %v, want %v (if Caddy changed, correct SECURITY.md and docs/jwt_partner.md, then this test)\n%s", roundtripWithClaims, tt.leaks, c.Logs())
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // readyCaddyfile is a gateway with the readiness route on a listener of its own, as the
-// README shows: /ready for the gateway, /healthz for the gateway and then the app service.
+// docs/jwt_partner.md shows: /ready for the gateway, /healthz for the gateway and then the app service.
 // Vars.remote, when not empty, adds a partner whose key set comes from Vars.jwksURL.
 const readyCaddyfile = `{
 	admin {{.Admin}}

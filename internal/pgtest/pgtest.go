@@ -211,8 +211,11 @@ func (c *Cluster) init(bin string, cred *syscall.Credential) error {
 			return err
 		}
 	}
+	// LC_CTYPE C.UTF-8, as docs/operations.md asks of the production database: lower()
+	// maps case by it, and under C it maps ASCII only, so that "åse" would not find "Åse".
+	// Collation stays C (byte order), the same on every machine.
 	cmd := c.command(filepath.Join(bin, "initdb"), cred, "--pgdata", filepath.Join(c.dir, "data"),
-		"--username", "postgres", "--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-sync")
+		"--username", "postgres", "--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--lc-ctype", "C.UTF-8", "--no-sync")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb in %s: %v: %s", c.dir, err, tail(out))
 	}

@@ -1,7 +1,7 @@
 package jwtpartner
 
-// Tests of behaviour that README.md and SECURITY.md promise, each named after the
-// statement it shows.
+// Tests of behaviour that docs/jwt_partner.md and SECURITY.md promise, each named after
+// the statement it shows.
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func documentedRequest(partner, endpoint, tok string) *http.Request {
 	return urlRequest(partner, tok)
 }
 
-// TestDocumentedWWWAuthenticateOn401: README, "The status rule": 401 for a well-formed
+// TestDocumentedWWWAuthenticateOn401: docs/jwt_partner.md, "Errors": 401 for a well-formed
 // token that does not authenticate (signature, key, algorithm, issuer, audience, time
 // window), with `WWW-Authenticate: PartnerLink realm="partnergate"` (RFC 9110 §15.5.2).
 // Every 401 code carries it, on both endpoints; other refusals do not.
@@ -77,7 +77,7 @@ func TestDocumentedWWWAuthenticateOn401(t *testing.T) {
 	}
 }
 
-// TestDocumentedRetryAfterOn503: README, "The status rule": 503 with `Retry-After: 5` when a
+// TestDocumentedRetryAfterOn503: docs/jwt_partner.md, "Errors": 503 with `Retry-After: 5` when a
 // dependency of the gateway failed (keys not loaded, nonce store down or full).
 func TestDocumentedRetryAfterOn503(t *testing.T) {
 	keysDown := harness.NewJWKSServer(t)
@@ -168,7 +168,7 @@ func waitForRefreshes(t *testing.T, reg *prometheus.Registry, what string, cond 
 	}
 }
 
-// TestDocumentedKeyRefreshesMetric: README, the metrics table:
+// TestDocumentedKeyRefreshesMetric: docs/jwt_partner.md, the metrics table:
 // `partnergate_key_refreshes_total`, labels `partner` and `result` (`ok`, `error`), counts
 // `jwks_url` fetches: the first one, a refetch for an unknown kid, and failed ones.
 func TestDocumentedKeyRefreshesMetric(t *testing.T) {

@@ -172,10 +172,10 @@ func (a *App) Do(ctx context.Context, c command.Command) (reply []byte, hasReply
 	for _, w := range c.Warnings {
 		a.o.Logger.Warn("command", "command", string(c.Name), "warning", w)
 	}
-	switch c.Name {
-	case command.Version:
-		return []byte(a.o.Version), true, nil
-	case command.Show, command.Hide, command.Close, command.Log:
+	if !c.Queued() {
+		if c.Name == command.Version {
+			return []byte(a.o.Version), true, nil
+		}
 		select {
 		case <-a.done:
 			return nil, false, errors.New("the wrapper is closing")
@@ -343,14 +343,17 @@ func (a *App) run(ctx context.Context, c command.Command) result {
 	if err := ctx.Err(); err != nil {
 		return result{err: err}
 	}
+	if c.NeedsSignIn() {
+		eng, err := a.waitSignedIn(ctx)
+		if err != nil {
+			return result{err: err}
+		}
+		return a.call(ctx, eng, c)
+	}
 	if c.Name == command.SignOn {
 		return result{err: a.signOn(c.Args["user"].(string))}
 	}
-	eng, err := a.waitSignedIn(ctx)
-	if err != nil {
-		return result{err: err}
-	}
-	return a.call(ctx, eng, c)
+	return result{err: fmt.Errorf("command %s does not go through the queue", c.Name)}
 }
 
 // front shows the window, opening it again when the user closed it.

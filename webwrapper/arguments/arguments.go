@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/culture"
 )
@@ -72,7 +73,7 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 			continue
 		}
 		if !known[key] {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("unknown argument %q ignored", shorten(key)))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("unknown argument %q ignored", personspec.Shorten(key)))
 			continue
 		}
 		if _, dup := values[key]; dup {
@@ -220,12 +221,4 @@ func Pair(arg string) (key, value string, ok bool) {
 		value = value[1 : len(value)-1]
 	}
 	return strings.ToLower(key), value, true
-}
-
-// shorten keeps an unknown key readable in a warning.
-func shorten(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
 }

@@ -118,13 +118,23 @@ func TestParseWarningsAndPath(t *testing.T) {
 	}
 }
 
+// A link's case id may be linkspec.MaxIDLength (256) characters; the wrapper's caseid
+// argument takes the same ids, so the longest is accepted and one more refused.
+func TestParseLongestCaseID(t *testing.T) {
+	id := strings.Repeat("å", 256)
+	p, err := Parse([]string{"caseid=" + id}, "")
+	if err != nil || len(p.Commands) != 1 || p.Commands[0].Args["caseid"] != id {
+		t.Fatalf("Parse(caseid=<256 characters>) = %v, %v; want one setcase with the id", p.Commands, err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"openworkout=abc"}, "openworkout: id: must be an integer"},
-		{[]string{"caseid=" + strings.Repeat("x", 200)}, "setcase: caseid: too long"},
+		{[]string{"caseid=" + strings.Repeat("x", 257)}, "setcase: caseid: too long"},
 	} {
 		p, err := Parse(tt.args, "")
 		if err == nil || !strings.Contains(err.Error(), tt.want) || p.Commands != nil {

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/culture"
 )
@@ -64,14 +65,21 @@ type Command struct {
 	Warnings []string
 }
 
-// NeedsSignIn tells whether the command must wait until someone is signed in: everything
-// but the window commands, version and signon, which comes before the sign-in.
-func (c Command) NeedsSignIn() bool {
+// Queued tells whether the command waits its turn in the wrapper's one queue: everything
+// but the window commands, version and log, which act at once, even while the queue
+// waits for a sign-in.
+func (c Command) Queued() bool {
 	switch c.Name {
-	case Hide, Show, Version, Close, SignOn, Log:
+	case Hide, Show, Version, Close, Log:
 		return false
 	}
 	return true
+}
+
+// NeedsSignIn tells whether the command must wait until someone is signed in: every
+// queued command but signon, which comes before the sign-in.
+func (c Command) NeedsSignIn() bool {
+	return c.Queued() && c.Name != SignOn
 }
 
 // kind is how an argument is normalised and checked.
@@ -98,11 +106,15 @@ var fields = map[Name]map[string]kind{
 	SetCase:              {"caseid": text},
 }
 
-// Limits of text arguments; the case id's is the app service's.
-const (
-	maxText   = 256
-	maxCaseID = 128
-)
+// maxLength is a text argument's bound in characters: a case id's is the link's
+// (linkspec.MaxIDLength), since a link's case id is set by setcase too and listed by the
+// same API; every other text's is the person record's (personspec.MaxText).
+func maxLength(key string) int {
+	if key == "caseid" {
+		return linkspec.MaxIDLength
+	}
+	return personspec.MaxText
+}
 
 // Error is a refused command: an unknown name, or the arguments that failed and why.
 // Reasons never quote a value, since errors go back to the caller and into logs.
@@ -129,7 +141,7 @@ func New(name string, args map[string]any, source string) (Command, error) {
 	n := Name(strings.ToLower(strings.TrimSpace(name)))
 	known, ok := fields[n]
 	if !ok {
-		return Command{}, &Error{Name: Name(shorten(string(n)))}
+		return Command{}, &Error{Name: Name(personspec.Shorten(string(n)))}
 	}
 	c := Command{Name: n, Args: make(map[string]any, len(args)), Source: source}
 	var errs []personspec.FieldError
@@ -138,7 +150,7 @@ func New(name string, args map[string]any, source string) (Command, error) {
 		v := args[k]
 		key := strings.ToLower(k)
 		if seen[key] {
-			errs = append(errs, personspec.FieldError{Field: shorten(key), Reason: "given twice"})
+			errs = append(errs, personspec.FieldError{Field: personspec.Shorten(key), Reason: "given twice"})
 			continue
 		}
 		seen[key] = true
@@ -239,7 +251,7 @@ func parseDate(s string) (t time.Time, dateOnly bool, err error) {
 func Validate(c Command) error {
 	known, ok := fields[c.Name]
 	if !ok {
-		return &Error{Name: Name(shorten(string(c.Name)))}
+		return &Error{Name: Name(personspec.Shorten(string(c.Name)))}
 	}
 	v := validator{name: c.Name, args: c.Args}
 	for _, key := range slices.Sorted(maps.Keys(known)) {
@@ -261,9 +273,6 @@ func Validate(c Command) error {
 		v.require("user")
 	case SetCase:
 		v.require("caseid")
-		if s, _ := c.Args["caseid"].(string); utf8.RuneCountInString(s) > maxCaseID {
-			v.fail("caseid", fmt.Sprintf("too long (at most %d characters)", maxCaseID))
-		}
 	case SelectPerson:
 		if len(v.errs) == 0 {
 			v.selectPerson()
@@ -332,8 +341,8 @@ func (v *validator) check(key string, k kind) {
 		switch {
 		case !ok:
 			v.fail(key, "must be a string")
-		case utf8.RuneCountInString(s) > maxText:
-			v.fail(key, fmt.Sprintf("too long (at most %d characters)", maxText))
+		case utf8.RuneCountInString(s) > maxLength(key):
+			v.fail(key, fmt.Sprintf("too long (at most %d characters)", maxLength(key)))
 		case strings.IndexFunc(s, unicode.IsControl) >= 0:
 			v.fail(key, "contains a control character")
 		}
@@ -419,12 +428,4 @@ func (v *validator) selectPerson() {
 		return
 	}
 	v.errs = append(v.errs, errs...)
-}
-
-// shorten keeps a name readable in an error message.
-func shorten(s string) string {
-	if utf8.RuneCountInString(s) <= 40 {
-		return s
-	}
-	return string([]rune(s)[:40]) + "…"
 }

@@ -85,7 +85,9 @@ func TestNew(t *testing.T) {
 		{"signon blank", "signon", `{"user":"  "}`, nil, "user: required"},
 		{"queryexercises empty text", "queryexercises", `{"text":""}`, map[string]any{}, ""},
 		{"setcase", "setcase", `{"caseid":"C-9"}`, map[string]any{"caseid": "C-9"}, ""},
-		{"setcase too long", "setcase", `{"caseid":"` + strings.Repeat("x", 129) + `"}`, nil, "caseid: too long"},
+		// A link's case id may be linkspec.MaxIDLength long; setcase takes the same ids.
+		{"setcase longest", "setcase", `{"caseid":"` + strings.Repeat("å", 256) + `"}`, map[string]any{"caseid": strings.Repeat("å", 256)}, ""},
+		{"setcase too long", "setcase", `{"caseid":"` + strings.Repeat("x", 257) + `"}`, nil, "caseid: too long (at most 256 characters)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := New(tt.method, pipeArgs(t, tt.args), FromPipe)
@@ -147,6 +149,15 @@ func TestNeedsSignIn(t *testing.T) {
 		want := n != Hide && n != Show && n != Version && n != Close && n != SignOn && n != Log
 		if got := (Command{Name: n}).NeedsSignIn(); got != want {
 			t.Errorf("Command{%q}.NeedsSignIn() = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestQueued(t *testing.T) {
+	for n := range fields {
+		want := n != Hide && n != Show && n != Version && n != Close && n != Log
+		if got := (Command{Name: n}).Queued(); got != want {
+			t.Errorf("Command{%q}.Queued() = %v, want %v", n, got, want)
 		}
 	}
 }

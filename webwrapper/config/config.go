@@ -189,7 +189,7 @@ func (c *Config) Save() error {
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
 	enc.Indent("", "    ")
-	if err := enc.Encode(userDoc{UserSettings: group{Sections: c.user.sections}}); err != nil {
+	if err := c.user.marshal(enc); err != nil {
 		return fmt.Errorf("encoding user config: %w", err)
 	}
 	buf.WriteByte('\n')

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/wintest"
@@ -338,4 +339,40 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = parse(data)
 	})
+}
+
+// TestConcurrentUse: the wrapper reads settings in its goroutines (the update check, the
+// arguments of later starts) while its main goroutine sets and saves the window's geometry
+// at shutdown; under the race detector, as ./test.sh runs it, an unguarded Config fails
+// here. Every value set is read back whole.
+func TestConcurrentUse(t *testing.T) {
+	c, _ := load(t, appConfig, userConfig)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				switch i {
+				case 0:
+					c.SetInt(Width, 1000+j)
+				case 1:
+					if err := c.Save(); err != nil {
+						t.Errorf("Save: %v", err)
+						return
+					}
+				default:
+					if w, ok := c.Int(Width); !ok || w < 1000 && w != 1024 {
+						t.Errorf("Int(Width) = %d, %v while it is set, want a value that was set", w, ok)
+						return
+					}
+					_ = c.Bool(CheckForUpdates)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if w, _ := c.Int(Width); w != 1049 {
+		t.Errorf("Int(Width) = %d after the sets, want 1049", w)
+	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/xml"
 	"slices"
+	"sync"
 )
 
 // configuration is the part of a .NET config file the wrapper reads.
@@ -52,6 +53,9 @@ type userDoc struct {
 
 // userFile is user.config's settings sections, kept in file order.
 type userFile struct {
+	// mu guards sections: the wrapper reads settings in its goroutines while its main
+	// goroutine sets and saves the window's geometry at shutdown.
+	mu       sync.RWMutex
 	sections []section
 }
 
@@ -66,6 +70,8 @@ func (u *userFile) ours() *section {
 }
 
 func (u *userFile) get(name string) string {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
 	for _, s := range u.sections {
 		if s.XMLName.Local != Section {
 			continue
@@ -80,6 +86,8 @@ func (u *userFile) get(name string) string {
 }
 
 func (u *userFile) set(name, v string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	s := u.ours()
 	for i := range s.Settings {
 		if s.Settings[i].Name == name {
@@ -89,6 +97,13 @@ func (u *userFile) set(name, v string) {
 		}
 	}
 	s.Settings = append(s.Settings, settingXML{Name: name, SerializeAs: "String", Value: value{Text: v}})
+}
+
+// marshal encodes the settings sections as user.config's document.
+func (u *userFile) marshal(enc *xml.Encoder) error {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return enc.Encode(userDoc{UserSettings: group{Sections: u.sections}})
 }
 
 // MarshalXML writes a value read from the file as it was, and a value set since as

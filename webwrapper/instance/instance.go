@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/partnergate/partnergate/webwrapper/localsock"
 )
 
 const (
@@ -94,7 +96,11 @@ func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst
 func start(dir string, lock *flock.Flock) (*Instance, error) {
 	removeStale(dir)
 	pid := os.Getpid()
-	ln, err := listen(dir, pid)
+	path, err := endpoint(dir, pid)
+	if err != nil {
+		return nil, fmt.Errorf("listening for other starts: %w", err)
+	}
+	ln, err := localsock.Listen(path)
 	if err != nil {
 		return nil, fmt.Errorf("listening for other starts: %w", err)
 	}
@@ -172,7 +178,11 @@ func forward(ctx context.Context, dir string, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
-	c, err := dial(ctx, dir, pid)
+	path, err := endpoint(dir, pid)
+	if err != nil {
+		return err
+	}
+	c, err := localsock.Dial(ctx, path)
 	if err != nil {
 		return fmt.Errorf("connecting to instance %d: %w", pid, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
 
+	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/culture"
 )
@@ -116,7 +117,7 @@ func parse(data []byte) (input, error) {
 				}
 			case 2:
 				if _, dup := in.elements[name]; dup {
-					return input{}, fmt.Errorf("element %s appears twice", shorten(name))
+					return input{}, fmt.Errorf("element %s appears twice", personspec.Shorten(name))
 				}
 				current = name
 				text.Reset()
@@ -270,12 +271,5 @@ func charsetReader(label string, r io.Reader) (io.Reader, error) {
 	case "us-ascii", "ascii":
 		return r, nil
 	}
-	return nil, fmt.Errorf("encoding %q is not supported (UTF-8, UTF-16, ISO-8859-1 or windows-1252)", shorten(label))
-}
-
-func shorten(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
+	return nil, fmt.Errorf("encoding %q is not supported (UTF-8, UTF-16, ISO-8859-1 or windows-1252)", personspec.Shorten(label))
 }

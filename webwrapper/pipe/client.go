@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/partnergate/partnergate/webwrapper/localsock"
 )
 
 // Call sends one request to the pipe at path and returns the reply, nil when the server
@@ -18,7 +20,7 @@ func Call(ctx context.Context, path, method string, args map[string]any) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	conn, err := dial(ctx, path)
+	conn, err := localsock.Dial(ctx, path)
 	if err != nil {
 		return nil, err
 	}

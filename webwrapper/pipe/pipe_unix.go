@@ -3,11 +3,9 @@
 package pipe
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,31 +42,4 @@ func ownFolder(dir string, forbidden fs.FileMode) bool {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return fi.IsDir() && ok && int(st.Uid) == os.Getuid() && fi.Mode().Perm()&forbidden == 0
-}
-
-// listen makes the socket with mode 0600. A socket left by a crashed process whose id was
-// reused is removed when nothing answers on it.
-func listen(path string) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
-		if c, err := net.Dial("unix", path); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("pipe %s is in use", path)
-		}
-		os.Remove(path)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("opening the pipe: %v", err)
-	}
-	// The folder is the user's alone, so the moment before chmod exposes nothing.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("opening the pipe: %v", err)
-	}
-	return ln, nil
-}
-
-func dial(ctx context.Context, path string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, "unix", path)
 }

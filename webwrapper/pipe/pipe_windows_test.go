@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/windows"
 
 	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/command"
@@ -50,35 +47,5 @@ func TestNamedPipe(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve = %v", err)
-	}
-}
-
-// The descriptor the pipe is made with grants the current user alone, and no entry is
-// inherited. (Whether Windows keeps another user out is its to enforce; Wine has one user
-// and cannot show it.)
-func TestNamedPipeSecurity(t *testing.T) {
-	user, err := windows.GetCurrentProcessToken().GetTokenUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd, err := windows.SecurityDescriptorFromString(userOnly(user.User.Sid))
-	if err != nil {
-		t.Fatalf("the descriptor does not parse: %v", err)
-	}
-	ctl, _, err := sd.Control()
-	if err != nil || ctl&windows.SE_DACL_PROTECTED == 0 {
-		t.Errorf("control = %#x, %v; want a protected DACL", ctl, err)
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil || dacl == nil || dacl.AceCount != 1 {
-		t.Fatalf("DACL = %+v, %v; want one entry", dacl, err)
-	}
-	var ace *windows.ACCESS_ALLOWED_ACE
-	if err := windows.GetAce(dacl, 0, &ace); err != nil {
-		t.Fatal(err)
-	}
-	sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
-	if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || !sid.Equals(user.User.Sid) {
-		t.Errorf("entry = type %d for %s, want allowed for the current user %s", ace.Header.AceType, sid, user.User.Sid)
 	}
 }

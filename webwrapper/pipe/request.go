@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
@@ -88,7 +89,7 @@ func distinctMembers(msg []byte) error {
 				top := &stack[n-1]
 				lower := strings.ToLower(name)
 				if top.names[lower] {
-					return fmt.Errorf("request member %q appears twice", shorten(lower))
+					return fmt.Errorf("request member %q appears twice", personspec.Shorten(lower))
 				}
 				top.names[lower] = true
 				top.key = false
@@ -110,14 +111,6 @@ func distinctMembers(msg []byte) error {
 			stack[n-1].key = true
 		}
 	}
-}
-
-// shorten keeps a member name readable in an error message.
-func shorten(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
 }
 
 // errorReply is the original's failure answer, {"error": "<message>"}.

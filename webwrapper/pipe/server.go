@@ -3,11 +3,13 @@ package pipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/partnergate/partnergate/webwrapper/command"
+	"github.com/partnergate/partnergate/webwrapper/localsock"
 )
 
 // Handler runs one command. It returns the reply to write, or hasReply false to close
@@ -37,9 +39,9 @@ func Listen(pid int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := listen(path)
+	ln, err := localsock.Listen(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("opening the pipe: %v", err)
 	}
 	return &Server{ln: ln, path: path}, nil
 }
