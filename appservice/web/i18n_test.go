@@ -2,12 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -202,5 +204,104 @@ func TestTranslateServer(t *testing.T) {
 		if got := translateServer(tt.lang, tt.english); got != tt.want {
 			t.Errorf("translateServer(%q, %q) = %q, want %q", tt.lang, tt.english, got, tt.want)
 		}
+	}
+}
+
+// englishLeft returns the English texts of the catalogue that page, written in lang,
+// still shows: every piece of at least two words between an English message's
+// placeholders, unless lang's own message has the same words.
+func englishLeft(lang, page string) []string {
+	text := html.UnescapeString(page)
+	var left []string
+	for _, k := range i18n.Keys(i18n.Default) {
+		own := i18n.T(lang, k)
+		for _, piece := range placeholder.Split(i18n.T(i18n.Default, k), -1) {
+			piece = strings.TrimSpace(piece)
+			if len(strings.Fields(piece)) < 2 || strings.Contains(own, piece) {
+				continue
+			}
+			if strings.Contains(text, piece) {
+				left = append(left, k+": "+piece)
+			}
+		}
+	}
+	return left
+}
+
+// TestPagesInNorwegian: every page of sign-in and first sight (the greeting, account
+// creation with its refusals, the link question, the account switch, a problem page, a
+// message page, signed out) and the shell of both roles, in a browser that asked for
+// Norwegian, show no English text of the catalogue.
+func TestPagesInNorwegian(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	b := newBrowser(t, f.h)
+	check := func(name string, res *http.Response, page string) {
+		t.Helper()
+		if !strings.Contains(page, `<html lang="nb">`) {
+			t.Errorf("%s (%d) is not in Norwegian:\n%s", name, res.StatusCode, page)
+		}
+		if left := englishLeft("nb", page); len(left) > 0 {
+			t.Errorf("%s shows English: %q", name, left)
+		}
+	}
+	res, page := b.get("/app/signin?culture=nb-NO")
+	check("sign-in page", res, page)
+
+	b.login(f.link(t, mainPayload(), "main"))
+	res, page = b.get("/app/signin")
+	check("first-sight page", res, page)
+	if !strings.Contains(page, "Velkommen, Ida Berg.") {
+		t.Errorf("first-sight page lacks the Norwegian greeting:\n%s", page)
+	}
+	token := csrfField.FindStringSubmatch(page)[1]
+	res, page = b.post("/app/signup", url.Values{"username": {"a"}, "email": {"not-an-address"}, "displayname": {"Ida Berg"},
+		"password": {"short"}, "password2": {"other"}, "csrf": {token}})
+	check("account creation refused", res, page)
+	for _, want := range []string{"Brukernavnet må ha 3 til 64 tegn", "E-postadressen er ikke gyldig", "Passordet må ha minst 12 tegn."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("refused account creation lacks %q:\n%s", want, page)
+		}
+	}
+	res, page = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
+	if res.Header.Get("Location") != "/app/link" {
+		t.Fatalf("sign-in → %q, want /app/link", res.Header.Get("Location"))
+	}
+	res, page = b.get("/app/link")
+	check("link question", res, page)
+	if !strings.Contains(page, `Koble partnerbruker <strong id="link-employee">Ida Berg</strong> hos <strong id="link-organization">North Clinic</strong>`) {
+		t.Errorf("link question is not the Norwegian sentence with its names:\n%s", page)
+	}
+	b.post("/app/link", url.Values{"action": {"link"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+	res, page = b.get("/app")
+	check("instructor's shell", res, page)
+
+	res = b.do(httptest.NewRequest(http.MethodGet, f.link(t, goPayload(), "go"), nil))
+	page = body(t, res)
+	check("account switch question", res, page)
+	if !strings.Contains(page, "Du er logget inn som <strong>Demo Instructor</strong>") {
+		t.Errorf("switch question lacks the Norwegian sentence:\n%s", page)
+	}
+	res, page = b.get("/app/login?code=not-a-code")
+	check("problem page", res, page)
+
+	m := newBrowser(t, f.h)
+	m.get("/app/signin?culture=nb")
+	m.login(f.link(t, goPayload(), "go"))
+	res, page = m.get("/go")
+	check("member's shell", res, page)
+	res, page = m.get("/app/signed-out")
+	check("signed-out page", res, page)
+	other := newBrowser(t, f.h)
+	_, page = other.get("/app/signin?culture=nb")
+	res, page = other.post("/app/signup", url.Values{"username": {"ida"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
+	check("no pending session message", res, page)
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("account creation without a pending session = %d, want 403", res.StatusCode)
+	}
+
+	// The check itself sees English: the English sign-in page fails it.
+	en := newBrowser(t, f.h)
+	if _, page := en.get("/app/signin"); len(englishLeft("nb", page)) == 0 {
+		t.Error("englishLeft finds no English on the English sign-in page")
 	}
 }
