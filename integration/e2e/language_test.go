@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/internal/harness/browser"
 )
 
@@ -105,6 +106,37 @@ func TestLanguageByCulture(t *testing.T) {
 	signIn(t, ctx)
 	seeApplication(t, s, ctx, norwegian)
 	screenshot(t, ctx, "app-nb")
+
+	// Every view the scripts draw, in Norwegian, shows no English of the catalogue.
+	tpl := eval[string](t, ctx, `document.querySelector("#template-results .workout-link").getAttribute("href")`)
+	for _, v := range []struct{ path, testid string }{
+		{"/app", "focus-empty"}, {"/app/persons", "persons"}, {"/app/exercises", "exercises"},
+		{"/app/workouts", "workouts"}, {tpl, "workout"}, {"/app/cases/case-1", "case"},
+	} {
+		step(t, ctx, "open "+v.path, chromedp.Navigate(s.gateway.URL+v.path), chromedp.WaitVisible(chromedp.ID("view")))
+		waitView(t, ctx, v.testid)
+		if left := englishLeft("nb", eval[string](t, ctx, `document.body.innerText`)); len(left) > 0 {
+			screenshot(t, ctx, "english-"+v.testid)
+			t.Errorf("%s shows English in Norwegian: %q", v.path, left)
+		}
+	}
+}
+
+// englishLeft returns the English texts of the catalogue that text, shown in lang, still
+// holds: every piece of at least two words between an English message's placeholders,
+// unless lang's own message has the same words.
+func englishLeft(lang, text string) []string {
+	var left []string
+	for _, k := range i18n.Keys(i18n.Default) {
+		own := i18n.T(lang, k)
+		for _, piece := range regexp.MustCompile(`\{[a-z]+\}`).Split(i18n.T(i18n.Default, k), -1) {
+			piece = strings.TrimSpace(piece)
+			if len(strings.Fields(piece)) >= 2 && !strings.Contains(own, piece) && strings.Contains(text, piece) {
+				left = append(left, k+": "+piece)
+			}
+		}
+	}
+	return left
 }
 
 // TestLanguageByAcceptLanguage: a browser set to Swedish sees Swedish, and one set to a
