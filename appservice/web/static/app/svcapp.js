@@ -3,7 +3,7 @@
 // interface and calls nothing but the JSON API the views use. Every function returns a
 // Promise; a failure rejects with SvcAppError {name, code, message, fields, status}.
 
-import { api, invalid, SvcAppError } from "./api.js";
+import { api, invalid, maxCaseId, SvcAppError } from "./api.js";
 import { state } from "./state.js";
 import * as actions from "./actions.js";
 import { showNotice } from "./chrome.js";
@@ -95,7 +95,7 @@ export function install(ready) {
 
     setCase: instructor(async (caseId) => {
       if (typeof caseId !== "string") throw invalid("caseId", "must be a string");
-      if (caseId.length > 128) throw invalid("caseId", "at most 128 characters");
+      if ([...caseId].length > maxCaseId) throw invalid("caseId", `at most ${maxCaseId} characters`);
       return actions.publicStatus(await actions.setCase(caseId));
     }),
 
