@@ -273,7 +273,7 @@ func TestBounds(t *testing.T) {
 			if regexp.MustCompile(`\b` + b.name + `\b`).Match(src) {
 				users[path.Base(mod)] = true
 			}
-			for _, n := range regexp.MustCompile(`(?i)` + b.field + `\w*(?:\.length\s*>|[^\n]*maxlength:)\s*(\d+)`).FindAllSubmatch(src, -1) {
+			for _, n := range regexp.MustCompile(`(?i)`+b.field+`\w*(?:\.length\s*>|[^\n]*maxlength:)\s*(\d+)`).FindAllSubmatch(src, -1) {
 				t.Errorf("%s bounds a %s id by %s instead of %s", mod, b.field, n[1], b.name)
 			}
 		}
