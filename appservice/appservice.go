@@ -37,6 +37,10 @@ type Config struct {
 	PublicURL string
 	// FrameAncestors is the CSP frame-ancestors source list. Default 'self'.
 	FrameAncestors string
+	// HeaderPrefix is the gateway's header_prefix: the app service reads the forwarded
+	// headers and the assertion under it, so both must be the same. Default X-Partner-
+	// (linkspec.DefaultHeaderPrefix), the gateway's default.
+	HeaderPrefix string
 	// UpstreamSecret is the gateway's upstream_secret; required, at least 32 bytes.
 	UpstreamSecret string
 	// AppSecret keys the ssn hashes and CSRF tokens. When empty it is read from SecretFile,
@@ -131,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
-		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, Logger: cfg.Logger,
+		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, HeaderPrefix: cfg.HeaderPrefix, Logger: cfg.Logger,
 		SignInConcurrency: cfg.SignInConcurrency,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -32,7 +33,8 @@ type Config struct {
 	// PublicURL is the address people's browsers reach the gateway at; the login URLs the
 	// link endpoints answer start with it. Default http://localhost:8080.
 	PublicURL string
-	// HeaderPrefix is the gateway's header prefix; linkspec.DefaultHeaderPrefix when empty.
+	// HeaderPrefix is the gateway's header_prefix, under which the forwarded headers and the
+	// assertion are read; linkspec.DefaultHeaderPrefix when empty.
 	HeaderPrefix string
 	// FrameAncestors is the CSP frame-ancestors source list: the partner origins allowed to
 	// show the application in an iframe. Default 'self'.
@@ -82,6 +84,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.HeaderPrefix == "" {
 		cfg.HeaderPrefix = linkspec.DefaultHeaderPrefix
+	}
+	if !linkspec.ValidHeaderPrefix(cfg.HeaderPrefix) {
+		return nil, fmt.Errorf("header prefix %q: want a header name prefix of letters, digits and '-', such as %s, the gateway's header_prefix", cfg.HeaderPrefix, linkspec.DefaultHeaderPrefix)
 	}
 	if cfg.FrameAncestors == "" {
 		cfg.FrameAncestors = "'self'"

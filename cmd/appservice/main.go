@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 func env(name, def string) string {
@@ -49,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.Database, "db", env("PARTNERGATE_APP_DB", "./data/appservice.db"), "SQLite file `path` or postgres:// URL (env PARTNERGATE_APP_DB)")
 	fl.StringVar(&cfg.PublicURL, "public-url", env("PARTNERGATE_APP_PUBLIC_URL", "http://localhost:8080"), "`URL` browsers reach the gateway at (env PARTNERGATE_APP_PUBLIC_URL)")
 	fl.StringVar(&cfg.FrameAncestors, "frame-ancestors", env("PARTNERGATE_APP_FRAME_ANCESTORS", "'self'"), "CSP frame-ancestors `sources` allowed to embed the app (env PARTNERGATE_APP_FRAME_ANCESTORS)")
+	fl.StringVar(&cfg.HeaderPrefix, "header-prefix", env("PARTNERGATE_APP_HEADER_PREFIX", linkspec.DefaultHeaderPrefix), "`prefix` of the headers the gateway forwards: its header_prefix, which must be the same (env PARTNERGATE_APP_HEADER_PREFIX)")
 	fl.StringVar(&cfg.SecretFile, "secret-file", env("PARTNERGATE_APP_SECRET_FILE", "./data/app.secret"), "`file` holding the app secret when PARTNERGATE_APP_SECRET is unset; created when missing")
 	fl.StringVar(&cfg.Instructor.Username, "instructor", env("PARTNERGATE_APP_INSTRUCTOR", "instructor"), "`username` of the first instructor account, created when missing (empty: none)")
 	fl.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")

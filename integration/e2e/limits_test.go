@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -68,5 +69,19 @@ func TestLongestCaseIDExported(t *testing.T) {
 	}
 	if len(list.Exports) != 1 || list.Exports[0].CaseID != caseID {
 		t.Errorf("the case lists %+v, want the one export", list.Exports)
+	}
+}
+
+// TestHeaderPrefix: with the gateway's header_prefix set to something else than the
+// default, and the app service told the same, links pass through: the app service reads
+// the forwarded headers and the assertion under the operator's prefix. The app service
+// once had no way to be told, and refused every link (gateway_assertion_invalid).
+func TestHeaderPrefix(t *testing.T) {
+	s := startStackWith(t, appstack.Config{HeaderPrefix: "X-Acme-"})
+	ctx := newBrowser(t)
+	signInFirstSight(t, s, ctx, mainPayload("emp-1001", "c-7", "Zoë", "Þórsdóttir", "1980-02-29"))
+	waitView(t, ctx, "person")
+	if got := textOf(t, ctx, "#person-name"); got != "Zoë Þórsdóttir" {
+		t.Errorf("the link's contact shows as %q, want Zoë Þórsdóttir", got)
 	}
 }
