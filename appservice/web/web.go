@@ -21,6 +21,14 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 )
 
+// The defaults of Config.
+const (
+	// DefaultPublicURL is where ./run.sh's gateway listens.
+	DefaultPublicURL = "http://localhost:8080"
+	// DefaultFrameAncestors lets only the site itself show the application in a frame.
+	DefaultFrameAncestors = "'self'"
+)
+
 // Config configures a Handler.
 type Config struct {
 	// Store is the database.
@@ -31,13 +39,13 @@ type Config struct {
 	// AppSecret keys the CSRF tokens; at least 32 bytes.
 	AppSecret []byte
 	// PublicURL is the address people's browsers reach the gateway at; the login URLs the
-	// link endpoints answer start with it. Default http://localhost:8080.
+	// link endpoints answer start with it. Default DefaultPublicURL.
 	PublicURL string
 	// HeaderPrefix is the gateway's header_prefix, under which the forwarded headers and the
 	// assertion are read; linkspec.DefaultHeaderPrefix when empty.
 	HeaderPrefix string
 	// FrameAncestors is the CSP frame-ancestors source list: the partner origins allowed to
-	// show the application in an iframe. Default 'self'.
+	// show the application in an iframe. Default DefaultFrameAncestors.
 	FrameAncestors string
 	// Logger receives one line per link and per failure; never a payload value.
 	Logger *slog.Logger
@@ -72,7 +80,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("app secret shorter than 32 bytes")
 	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://localhost:8080"
+		cfg.PublicURL = DefaultPublicURL
 	}
 	u, err := url.Parse(strings.TrimSuffix(cfg.PublicURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -89,7 +97,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("header prefix %q: want a header name prefix of letters, digits and '-', such as %s, the gateway's header_prefix", cfg.HeaderPrefix, linkspec.DefaultHeaderPrefix)
 	}
 	if cfg.FrameAncestors == "" {
-		cfg.FrameAncestors = "'self'"
+		cfg.FrameAncestors = DefaultFrameAncestors
 	}
 	if strings.ContainsAny(cfg.FrameAncestors, ";,\r\n") {
 		return nil, errors.New("frame ancestors must be a CSP source list without ; or ,")
