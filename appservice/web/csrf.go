@@ -63,8 +63,13 @@ func (h *Handler) checkCSRF(r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" && !h.sameOrigin(r, o) {
 		return false
 	}
+	return h.validCSRFToken(r, r.PostFormValue("csrf"))
+}
+
+// validCSRFToken reports whether the request's CSRF cookie is one the server minted for
+// its session and tok, a form field or the API's X-CSRF-Token, matches that cookie.
+func (h *Handler) validCSRFToken(r *http.Request, tok string) bool {
 	v := h.cookie(r, csrfCookie)
-	tok := r.PostFormValue("csrf")
 	return h.validCSRFCookie(v, h.csrfBinding(r)) && tok != "" && hmac.Equal([]byte(tok), []byte(h.csrfMAC("field", v)))
 }
 

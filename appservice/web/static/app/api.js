@@ -40,8 +40,9 @@ export function setCSRFToken(token) {
   if (token) csrf = token;
 }
 
-// query turns an object into "?a=b" without empty members.
-function query(params) {
+// query turns an object into "?a=b" without empty members: the API's queries, and the view
+// addresses svcApp navigates to.
+export function query(params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) {
     if (v !== undefined && v !== null && v !== "" && v !== false) q.set(k, String(v));
