@@ -168,6 +168,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Addr:  ln.Addr().String(),
 		store: st,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			// WriteTimeout stays above web.DefaultDatabaseTimeout: a request that waited on
+			// the database answers 503 before the connection is cut.
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		done: make(chan error, 1),
 		stop: make(chan struct{}),

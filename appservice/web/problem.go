@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -28,6 +29,12 @@ const retryAfter = "5"
 // is the driver's and differs between SQLite, pgx and a closed pool. The ping outlives a
 // client gone away, and is bounded, so a database that hangs cannot hold the answer.
 func (h *Handler) failure(w http.ResponseWriter, r *http.Request, detail string) problem.Problem {
+	if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		// The request's database timeout passed (serveWithDeadline): the database hangs,
+		// though it may still answer a ping.
+		w.Header().Set("Retry-After", retryAfter)
+		return problem.New(problem.CodeUnavailable, timedOut)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	if err := h.cfg.Store.Ping(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
@@ -54,6 +55,11 @@ type Config struct {
 	// SignInConcurrency bounds the password checks that run at once (each is an argon2id
 	// hash of 19 MiB); DefaultSignInConcurrency when 0.
 	SignInConcurrency int
+	// DatabaseTimeout bounds how long a request waits on the database: its context ends
+	// then, and when it has not answered by then it answers 503 unavailable with
+	// Retry-After (deadline.go). DefaultDatabaseTimeout when 0; it must stay below the
+	// server's write timeout, or the client is cut off before it hears why.
+	DatabaseTimeout time.Duration
 }
 
 // Handler serves the app service.
@@ -66,6 +72,8 @@ type Handler struct {
 	mux          *http.ServeMux
 	log          *slog.Logger
 	signIns      *signInGuard
+	// running counts the routes serveWithDeadline started, which may outlive their request.
+	running sync.WaitGroup
 }
 
 // New checks cfg and returns the handler.
@@ -114,6 +122,12 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.SignInConcurrency < 0 {
 		return nil, errors.New("sign-in concurrency is negative")
 	}
+	if cfg.DatabaseTimeout == 0 {
+		cfg.DatabaseTimeout = DefaultDatabaseTimeout
+	}
+	if cfg.DatabaseTimeout < 0 {
+		return nil, errors.New("database timeout is negative")
+	}
 	m := hmac.New(sha256.New, cfg.AppSecret)
 	m.Write([]byte("partnergate-csrf-key-v1"))
 	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
@@ -161,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.https(r) {
 		hdr.Set("Strict-Transport-Security", "max-age=31536000")
 	}
-	h.mux.ServeHTTP(w, r)
+	h.serveWithDeadline(w, r)
 }
 
 // scriptPolicy is what a page may run and fetch.
