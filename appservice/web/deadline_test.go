@@ -63,17 +63,7 @@ func TestDatabaseHangs(t *testing.T) {
 			dsn, driver, rawDSN := db.open(t)
 			f := newFixtureOn(t, "http://localhost:8080", dsn, nil)
 			f.h.cfg.DatabaseTimeout = timeout
-			member := newBrowser(t, f.h)
-			if res := member.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
-				t.Fatalf("member login → %q, want /go", res.Header.Get("Location"))
-			}
-			opener := newBrowser(t, f.h)
-			loginPath := f.link(t, mainPayload(), "main")
-			_, page := opener.loginPage(loginPath)
-			form := loginForm.FindStringSubmatch(page)
-			if form == nil {
-				t.Fatal("no login form before the hang")
-			}
+			member, opener, _, form := beforeOutage(t, f)
 
 			release := hang(t, db, driver, rawDSN)
 
