@@ -17,8 +17,8 @@ import (
 // 30 s write timeout, so a request that waited this long still has time to say why.
 const DefaultDatabaseTimeout = 10 * time.Second
 
-// timedOut is the detail of a request whose database timeout passed.
-const timedOut = "The database did not answer in time. Try again in a few seconds."
+// timedOutDetail is the detail of a request whose database timeout passed.
+const timedOutDetail = "The database did not answer in time. Try again in a few seconds."
 
 // serveWithDeadline routes r with a context that ends after the database timeout, and
 // answers 503 unavailable with Retry-After, in the shape of the route, when the route has
@@ -75,7 +75,7 @@ func (h *Handler) serveWithDeadline(w http.ResponseWriter, r *http.Request) {
 // answerTimeout answers 503 unavailable as the route would have: problem+json for the API
 // and a link's /url, with the gateway's request id on a link, the problem page elsewhere.
 func (h *Handler) answerTimeout(w http.ResponseWriter, r *http.Request) {
-	p := problem.New(problem.CodeUnavailable, timedOut)
+	p := problem.New(problem.CodeUnavailable, timedOutDetail)
 	w.Header().Set("Retry-After", retryAfter)
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/partner/"); ok {
 		_, endpoint, _ := strings.Cut(rest, "/")

@@ -33,7 +33,7 @@ func (h *Handler) failure(w http.ResponseWriter, r *http.Request, detail string)
 		// The request's database timeout passed (serveWithDeadline): the database hangs,
 		// though it may still answer a ping.
 		w.Header().Set("Retry-After", retryAfter)
-		return problem.New(problem.CodeUnavailable, timedOut)
+		return problem.New(problem.CodeUnavailable, timedOutDetail)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
