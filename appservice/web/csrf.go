@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // csrfToken returns the form token for this browser, setting a new CSRF cookie when the
@@ -64,6 +66,24 @@ func (h *Handler) checkCSRF(r *http.Request) bool {
 		return false
 	}
 	return h.validCSRFToken(r, r.PostFormValue("csrf"))
+}
+
+// maxForm bounds a posted form of the pages: a code, a token and a few short fields.
+const maxForm = 8 << 10
+
+// readForm reads a posted form of at most maxForm bytes and checks its CSRF token (checkCSRF).
+// When either fails it answers csrf_invalid with detail, logs refused at info unless it is
+// empty, and reports false.
+func (h *Handler) readForm(w http.ResponseWriter, r *http.Request, refused, detail string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
+		if refused != "" {
+			h.log.Info(refused, "outcome", problem.CodeCSRFInvalid)
+		}
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, detail))
+		return false
+	}
+	return true
 }
 
 // validCSRFToken reports whether the request's CSRF cookie is one the server minted for

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/partnergate/partnergate/appservice/store"
-	"github.com/partnergate/partnergate/problem"
 )
 
 // pageData is what a page of a session shows: its session and the form token.
@@ -48,10 +47,7 @@ func (h *Handler) linkPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) confirmLink(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.log.Info("link confirmation refused", "outcome", problem.CodeCSRFInvalid)
-		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the page and try again."))
+	if !h.readForm(w, r, "link confirmation refused", "Reload the page and try again.") {
 		return
 	}
 	accept := r.PostFormValue("action") == "link"

@@ -57,10 +57,7 @@ func switchesAccount(s *store.Session, target *store.LoginTarget) bool {
 // first time, the sign-in page. The session the browser had before is ended; when it was
 // another account's, only after the person chose to switch on the question page.
 func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.log.Info("login refused", "outcome", problem.CodeCSRFInvalid)
-		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Open the application again from your partner application."))
+	if !h.readForm(w, r, "login refused", "Open the application again from your partner application.") {
 		return
 	}
 	code := r.PostFormValue("code")

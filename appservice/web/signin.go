@@ -104,9 +104,7 @@ func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int
 }
 
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil || !h.checkCSRF(r) {
-		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the page and try again."))
+	if !h.readForm(w, r, "", "Reload the page and try again.") {
 		return
 	}
 	if tok := h.cookie(r, sessionCookie); tok != "" {
@@ -130,7 +128,7 @@ func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
 // malformed was never readable, so it is not "expired": the code stays csrf_invalid, since
 // the token in it could not be checked, with its own title and 400.
 func (h *Handler) readSignInForm(w http.ResponseWriter, r *http.Request, refused string) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
 		p.Title, p.Status = "Form not readable", http.StatusBadRequest
