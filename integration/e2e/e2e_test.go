@@ -52,11 +52,18 @@ type stack struct {
 // every form of these tests passes the gateway's origins check as a real browser names it.
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackWith(t, appstack.Config{})
+}
+
+// startStackWith is startStack with the stack's other settings (HeaderPrefix) from c.
+func startStackWith(t *testing.T, c appstack.Config) *stack {
+	t.Helper()
 	s := &stack{}
 	s.partner = httptest.NewServer(s.servePages())
 	t.Cleanup(s.partner.Close)
-	st := appstack.Start(t, appstack.Config{Issuer: issuer, Audience: audience, KeyID: "e2e-1", Password: password,
-		FrameAncestors: "'self' http://127.0.0.1:*", Origins: []string{s.partner.URL}})
+	c.Issuer, c.Audience, c.KeyID, c.Password = issuer, audience, "e2e-1", password
+	c.FrameAncestors, c.Origins = "'self' http://127.0.0.1:*", []string{s.partner.URL}
+	st := appstack.Start(t, c)
 	s.gateway, s.app, s.appLogs, s.key = st.Gateway, st.App, st.AppLogs, st.Key
 	return s
 }

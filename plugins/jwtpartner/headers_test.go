@@ -75,17 +75,6 @@ func TestForwardStripsNamespace(t *testing.T) {
 	}
 }
 
-func TestValidHeaderPrefix(t *testing.T) {
-	for p, want := range map[string]bool{
-		"X-Partner-": true, "X-Link-": true, "Gw": true,
-		"": false, "X Partner": false, "X:Partner-": false, "X-Pärtner-": false, "X\r\nEvil: 1": false,
-	} {
-		if got := validHeaderPrefix(p); got != want {
-			t.Errorf("validHeaderPrefix(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
 func TestForwardEncodesValues(t *testing.T) {
 	f := newFixture(t, func(h *Handler) {
 		h.HeaderPrefix = "X-Link-"

@@ -441,7 +441,7 @@ func checkErrorsMode(mode string) error {
 // checkHeaderPrefix checks a header_prefix: the start of a header name, so that the
 // forwarded headers are names and the namespace cleared of client headers is the one set.
 func checkHeaderPrefix(prefix string) error {
-	if !validHeaderPrefix(prefix) {
+	if !linkspec.ValidHeaderPrefix(prefix) {
 		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", prefix)
 	}
 	return nil
