@@ -18,7 +18,6 @@ import (
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
-	"github.com/partnergate/partnergate/partnerkit"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )
 
@@ -467,7 +466,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rc := http.NewResponseController(w)
 	deadline := h.ReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(time.Duration(h.ReadTimeout))) == nil
 	var rej *rejection
-	var report *partnerkit.Report
+	var report *linktoken.Report
 	if ps := h.dryRunPartner(r); ps != nil {
 		report, rej = h.dryRun(r, rq, ps)
 	} else {
