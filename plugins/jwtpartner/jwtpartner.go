@@ -163,6 +163,9 @@ type Handler struct {
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
+	// afterFunc runs f after d and returns what stops it: time.AfterFunc's, replaced in
+	// tests as now is.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 
 	// fieldHeaders says, per linkspec.Fields index, whether the field is forwarded as a
 	// header of its own (FieldHeaders resolved).
@@ -278,6 +281,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if h.afterFunc == nil {
+		h.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
 	if h.MaxBodySize == 0 {
 		h.MaxBodySize = DefaultMaxBodySize
 	}
@@ -353,6 +359,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // Caddy cleans up the nonce store itself.
 func (h *Handler) Cleanup() error {
 	h.unregisterReady()
+	h.flushUnknownKids()
 	return h.releaseKeyCaches()
 }
 
