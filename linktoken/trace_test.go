@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 	"github.com/partnergate/partnergate/problem"
@@ -67,13 +68,13 @@ func TestTraceAgreesWithVerify(t *testing.T) {
 // fatal failure leaves the rest not reached.
 func TestTraceGoesOnPastFailures(t *testing.T) {
 	set := linktokentest.KeySet(t)
-	v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: "https://other.example", Audience: "other"}, linktoken.WithClock(func() time.Time { return linktokentest.Now }))
+	v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: "https://other.example", Audience: "other"}, linktoken.WithClock(func() time.Time { return jwttest.Now }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := linktokentest.MainClaims()
+	c := jwttest.MainClaims()
 	delete(c, "nonce")
-	tr := v.Trace(context.Background(), []byte(linktokentest.Token(t, "ES256", "ec-1", c)), set)
+	tr := v.Trace(context.Background(), []byte(jwttest.Token(t, "ES256", "ec-1", c)), set)
 	var failed []problem.Code
 	for _, s := range tr.Steps {
 		if s.Outcome == linktoken.Failed {

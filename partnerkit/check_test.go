@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
@@ -96,7 +97,7 @@ func brokenTokens() []brokenToken {
 // fields reported, and the explanation names what was dropped and why the kind is what
 // it is.
 func TestCheckOnGatewayAcceptances(t *testing.T) {
-	jwks := linktokentest.KeySetJSON(t)
+	jwks := jwttest.StandardSetJSON(t)
 	for _, tc := range linktokentest.Acceptances() {
 		t.Run(tc.Name, func(t *testing.T) {
 			r := Check(context.Background(), tc.Token(t), jwks, tc.Rules, tc.Now)
@@ -187,7 +188,7 @@ func firstFailure(r *Report) *Step {
 // (linktokentest, the table linktoken's own tests run) through Check: the verdict is the
 // gateway's code, and the first failing step of the explanation carries that code.
 func TestCheckOnGatewayRejections(t *testing.T) {
-	jwks := linktokentest.KeySetJSON(t)
+	jwks := jwttest.StandardSetJSON(t)
 	set := linktokentest.KeySet(t)
 	for _, tc := range linktokentest.Rejections() {
 		t.Run(tc.Name, func(t *testing.T) {
