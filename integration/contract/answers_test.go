@@ -21,6 +21,7 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/jwttest"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 )
@@ -303,11 +304,11 @@ func TestAcceptedLinksFitTheDocument(t *testing.T) {
 		accept         string
 		contentType    string
 	}{
-		{"url, main link", "url", harness.MainPayload(), "", "text/plain"},
-		{"url, go link", "url", harness.GoPayload(), "", "text/plain"},
-		{"url, main link as JSON", "url", harness.MainPayload(), "application/json", "application/json"},
-		{"payload, main link", "payload", harness.MainPayload(), "", "text/html"},
-		{"payload, go link", "payload", harness.GoPayload(), "", "text/html"},
+		{"url, main link", "url", testpayload.Main(), "", "text/plain"},
+		{"url, go link", "url", testpayload.Go(), "", "text/plain"},
+		{"url, main link as JSON", "url", testpayload.Main(), "application/json", "application/json"},
+		{"payload, main link", "payload", testpayload.Main(), "", "text/html"},
+		{"payload, go link", "payload", testpayload.Go(), "", "text/html"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tok := mint(tt.payload)
