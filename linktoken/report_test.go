@@ -17,20 +17,7 @@ import (
 // last and not checked; it decodes to the same report.
 func TestReportJSON(t *testing.T) {
 	set := linktokentest.KeySet(t)
-	type tcase struct {
-		name  string
-		token func(testing.TB) string
-		rules linktoken.Rules
-		now   time.Time
-	}
-	var cases []tcase
-	for _, tc := range linktokentest.Rejections() {
-		cases = append(cases, tcase{tc.Name, tc.Token, tc.Rules, tc.Now})
-	}
-	for _, tc := range linktokentest.Acceptances() {
-		cases = append(cases, tcase{tc.Name, tc.Token, tc.Rules, tc.Now})
-	}
-	for _, tc := range cases {
+	for _, tc := range tableCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := linktoken.NewVerifier(tc.rules, linktoken.WithClock(func() time.Time { return tc.now }))
 			if err != nil {

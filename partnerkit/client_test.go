@@ -14,13 +14,24 @@ import (
 // fakeGateway answers /partner/acme/url with answer after checking the request's shape.
 func fakeGateway(t *testing.T, contentType, answer string, status int) (*httptest.Server, *string) {
 	t.Helper()
+	return fakeEndpoint(t, "url", contentType, answer, status, nil)
+}
+
+// fakeEndpoint answers POST /partner/acme/{endpoint} with answer and the headers hdr,
+// after checking the request's shape, and records the body it was sent.
+func fakeEndpoint(t *testing.T, endpoint, contentType, answer string, status int, hdr http.Header) (*httptest.Server, *string) {
+	t.Helper()
 	var got string
+	path := "/partner/acme/" + endpoint
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/partner/acme/url" || r.Header.Get("Content-Type") != "text/plain" {
-			t.Errorf("request %s %s %s, want POST /partner/acme/url text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		if r.Method != http.MethodPost || r.URL.Path != path || r.Header.Get("Content-Type") != "text/plain" {
+			t.Errorf("request %s %s %s, want POST %s text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"), path)
 		}
 		b, _ := io.ReadAll(r.Body)
 		got = string(b)
+		for k, v := range hdr {
+			w.Header()[k] = v
+		}
 		w.Header().Set("Content-Type", contentType)
 		w.WriteHeader(status)
 		io.WriteString(w, answer)
@@ -206,26 +217,16 @@ func TestClientDryRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method != http.MethodPost || r.URL.Path != "/partner/acme/check" || r.Header.Get("Content-Type") != "text/plain" {
-					t.Errorf("request %s %s %s, want POST /partner/acme/check text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
-				}
-				b, _ := io.ReadAll(r.Body)
-				got = string(b)
-				w.Header().Set("Content-Type", tt.contentType)
-				if tt.retryAfter != "" {
-					w.Header().Set("Retry-After", tt.retryAfter)
-				}
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.answer)
-			}))
-			defer srv.Close()
+			var hdr http.Header
+			if tt.retryAfter != "" {
+				hdr = http.Header{"Retry-After": {tt.retryAfter}}
+			}
+			srv, got := fakeEndpoint(t, "check", tt.contentType, tt.answer, tt.status, hdr)
 			c := &Client{Gateway: srv.URL, Partner: "acme"}
 			r, err := c.DryRun(context.Background(), "a.b.c")
 			tt.check(t, r, err)
-			if got != "a.b.c" {
-				t.Errorf("the gateway got body %q, want the token", got)
+			if *got != "a.b.c" {
+				t.Errorf("the gateway got body %q, want the token", *got)
 			}
 		})
 	}
