@@ -26,24 +26,42 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 )
 
+// The defaults of Config, which cmd/appservice's flags show.
+const (
+	// DefaultListen is loopback, so only the gateway on the same host reaches the service;
+	// the assertion is the proof, loopback the second wall.
+	DefaultListen = "127.0.0.1:9080"
+	// DefaultDatabase is a SQLite file under the working folder's data folder.
+	DefaultDatabase = "./data/appservice.db"
+	// DefaultSecretFile is where the app secret is kept when none is given.
+	DefaultSecretFile = "./data/app.secret"
+)
+
 // Config is the app service's configuration; cmd/appservice fills it from flags and
 // environment.
 type Config struct {
-	// Listen is the listen address. Default 127.0.0.1:9080: loopback, so only the gateway on
-	// the same host reaches it; the assertion is the proof, loopback the second wall.
+	// Listen is the listen address. Default DefaultListen (127.0.0.1:9080).
 	Listen string
-	// Database is a SQLite file path or a postgres:// URL. Default ./data/appservice.db.
+	// Database is a SQLite file path or a postgres:// URL. Default DefaultDatabase
+	// (./data/appservice.db).
 	Database string
-	// PublicURL is the address browsers reach the gateway at. Default http://localhost:8080.
+	// PublicURL is the address browsers reach the gateway at. Default web.DefaultPublicURL
+	// (http://localhost:8080).
 	PublicURL string
-	// FrameAncestors is the CSP frame-ancestors source list. Default 'self'.
+	// FrameAncestors is the CSP frame-ancestors source list. Default web.DefaultFrameAncestors
+	// ('self').
 	FrameAncestors string
+	// HeaderPrefix is the gateway's header_prefix: the app service reads the forwarded
+	// headers and the assertion under it, so both must be the same. Default X-Partner-
+	// (linkspec.DefaultHeaderPrefix), the gateway's default.
+	HeaderPrefix string
 	// UpstreamSecret is the gateway's upstream_secret; required, at least 32 bytes.
 	UpstreamSecret string
 	// AppSecret keys the ssn hashes and CSRF tokens. When empty it is read from SecretFile,
 	// which is created with a random secret when missing.
 	AppSecret string
-	// SecretFile holds the app secret when AppSecret is empty. Default ./data/app.secret.
+	// SecretFile holds the app secret when AppSecret is empty. Default DefaultSecretFile
+	// (./data/app.secret).
 	SecretFile string
 	// Instructor is the first service account, created at start when no account has its
 	// username. When its password is empty and the account must be created, a random one is
@@ -93,13 +111,13 @@ type Server struct {
 // (*store.SchemaNewerError): this binary does not know its tables.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:9080"
+		cfg.Listen = DefaultListen
 	}
 	if cfg.Database == "" {
-		cfg.Database = filepath.Join("data", "appservice.db")
+		cfg.Database = DefaultDatabase
 	}
 	if cfg.SecretFile == "" {
-		cfg.SecretFile = filepath.Join("data", "app.secret")
+		cfg.SecretFile = DefaultSecretFile
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -136,7 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
-		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, Logger: cfg.Logger,
+		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, HeaderPrefix: cfg.HeaderPrefix, Logger: cfg.Logger,
 		SignInConcurrency: cfg.SignInConcurrency,
 	})
 	if err != nil {
@@ -155,6 +173,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Addr:  ln.Addr().String(),
 		store: st,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			// WriteTimeout stays above web.DefaultDatabaseTimeout: a request that waited on
+			// the database answers 503 before the connection is cut.
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		done: make(chan error, 1),
 		stop: make(chan struct{}),
@@ -170,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 // than this binary's migrations is a *store.SchemaNewerError, as it is for Start.
 func Migrate(ctx context.Context, cfg Config) (before, after int64, err error) {
 	if cfg.Database == "" {
-		cfg.Database = filepath.Join("data", "appservice.db")
+		cfg.Database = DefaultDatabase
 	}
 	return store.Migrate(ctx, cfg.Database)
 }

@@ -41,6 +41,23 @@ const (
 	HeaderAssertion = "Assertion"
 )
 
+// ValidHeaderPrefix reports whether p is usable as a header prefix (the gateway's
+// header_prefix, the app service's -header-prefix): the start of a header name, a token of
+// letters, digits and '-', so that the forwarded headers are names and the namespace the
+// gateway clears of client headers is the one it sets.
+func ValidHeaderPrefix(p string) bool {
+	if p == "" {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Field names one payload field: its JSON path in the claims and its header suffix.
 type Field struct {
 	Path   string

@@ -77,3 +77,14 @@ func BenchmarkSignAssertion(b *testing.B) {
 		_ = SignAssertion(secret, now, f)
 	}
 }
+
+func TestValidHeaderPrefix(t *testing.T) {
+	for p, want := range map[string]bool{
+		"X-Partner-": true, "X-Link-": true, "Gw": true,
+		"": false, "X Partner": false, "X:Partner-": false, "X-Pärtner-": false, "X\r\nEvil: 1": false,
+	} {
+		if got := ValidHeaderPrefix(p); got != want {
+			t.Errorf("ValidHeaderPrefix(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

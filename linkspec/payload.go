@@ -68,8 +68,50 @@ type Payload struct {
 // blank employeeId cannot make a link a Go link; and since required fields are never dropped
 // (DropMalformed), dropping cannot change the kind.
 func (p *Payload) Kind() Kind {
-	if p.EmployeeID != "" || p.EmployeeFirstname != "" || p.EmployeeLastname != "" {
-		return KindMain
+	for _, v := range p.kindValues() {
+		if v != "" {
+			return KindMain
+		}
 	}
 	return KindGo
+}
+
+// kindFields are the payload fields a link's kind is read from (Kind), in the order
+// KindFrom and KindOf name them; kindValues are their values in a payload.
+var kindFields = [...]string{"employeeId", "employeeFirstname", "employeeLastname"}
+
+func (p *Payload) kindValues() [len(kindFields)]string {
+	return [...]string{p.EmployeeID, p.EmployeeFirstname, p.EmployeeLastname}
+}
+
+// KindFrom returns the payload's kind (Kind) and the fields that made it a main link, nil
+// for a Go link: what a rejection's kind_from says.
+func (p *Payload) KindFrom() (Kind, []string) {
+	vals := p.kindValues()
+	return kindOf(func(i int) bool { return vals[i] != "" })
+}
+
+// KindOf applies Kind's rule to a payload known only by its field names, such as one whose
+// fields could not be decoded: present reports whether the payload carries the named field
+// (not empty). It returns KindMain and the fields of the rule present, or KindGo and nil.
+func KindOf(present func(field string) bool) (Kind, []string) {
+	return kindOf(func(i int) bool { return present(kindFields[i]) })
+}
+
+// KindFields returns the payload fields a link's kind is read from, in the order KindFrom
+// names them: a link carrying any of them (not empty) is a main link.
+func KindFields() []string { return append([]string(nil), kindFields[:]...) }
+
+// kindOf is Kind's rule with the i-th of kindFields present when present(i).
+func kindOf(present func(i int) bool) (Kind, []string) {
+	var from []string
+	for i, name := range kindFields {
+		if present(i) {
+			from = append(from, name)
+		}
+	}
+	if from != nil {
+		return KindMain, from
+	}
+	return KindGo, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 	"github.com/partnergate/partnergate/problem"
@@ -133,7 +134,7 @@ func TestSchemasAcceptTheCasebooksLinks(t *testing.T) {
 	for _, tt := range []struct {
 		kind   linkspec.Kind
 		claims map[string]any
-	}{{linkspec.KindMain, linktokentest.MainClaims()}, {linkspec.KindGo, linktokentest.GoClaims()}} {
+	}{{linkspec.KindMain, jwttest.MainClaims()}, {linkspec.KindGo, jwttest.GoClaims()}} {
 		v := roundTrip(t, tt.claims)
 		if got := failing(schemas[tt.kind], v); got != nil {
 			t.Errorf("the valid %s link fails its schema at %q", tt.kind, got)
@@ -277,12 +278,12 @@ func TestSchemasAgreeWithValidate(t *testing.T) {
 	schemas := compileSchemas(t)
 	contact := func(c map[string]any) map[string]any { return c["contact"].(map[string]any) }
 	main := func(f func(c map[string]any)) map[string]any {
-		c := linktokentest.MainClaims()
+		c := jwttest.MainClaims()
 		f(c)
 		return c
 	}
 	goLink := func(f func(c map[string]any)) map[string]any {
-		c := linktokentest.GoClaims()
+		c := jwttest.GoClaims()
 		f(c)
 		return c
 	}

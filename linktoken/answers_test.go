@@ -95,8 +95,8 @@ func TestAnswersSayHowToFix(t *testing.T) {
 				if s.Code != tt.want.Code || !strings.HasPrefix(s.Detail, tt.want.Detail) {
 					t.Errorf("Trace(%s) first failure = %s %q, want %s %q", tt.name, s.Code, s.Detail, tt.want.Code, tt.want.Detail)
 				}
-				if tt.want.Code == problem.CodeTimeInMilliseconds && s.ID != "A-DEC-4" {
-					t.Errorf("Trace(%s) failing rule id = %q, want A-DEC-4", tt.name, s.ID)
+				if tt.want.Code == problem.CodeTimeInMilliseconds && s.RuleID != "A-DEC-4" {
+					t.Errorf("Trace(%s) failing rule id = %q, want A-DEC-4", tt.name, s.RuleID)
 				}
 				break
 			}

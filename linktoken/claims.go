@@ -217,39 +217,18 @@ func registeredTypeDetail(name string) string {
 		"in JavaScript Math.floor(Date.now() / 1000)"
 }
 
-// employeeFields are the payload fields a link's kind is read from (linkspec.Payload.Kind).
-var employeeFields = [...]string{"employeeId", "employeeFirstname", "employeeLastname"}
-
-// kindOf returns the payload's kind and the fields that made it a main link (nil for a go
-// link).
-func kindOf(p *linkspec.Payload) (linkspec.Kind, []string) {
-	var from []string
-	for i, v := range [...]string{p.EmployeeID, p.EmployeeFirstname, p.EmployeeLastname} {
-		if v != "" {
-			from = append(from, employeeFields[i])
-		}
-	}
-	return p.Kind(), from
-}
-
 // kindOfClaims reads the kind from a claim set the decoder refused for a payload field's
-// JSON type, by linkspec.Payload.Kind's rule: a main link when a field of employeeFields is
+// JSON type, by linkspec's rule (linkspec.KindOf): a field of the rule counts when it is
 // there and not "" (a value of another type counts: the partner meant to send it).
 func kindOfClaims(data []byte) (linkspec.Kind, []string) {
 	var top map[string]jsontext.Value
 	if json.Unmarshal(data, &top) != nil {
 		return "", nil
 	}
-	var from []string
-	for _, name := range employeeFields {
-		if v, ok := top[name]; ok && string(v) != `""` && string(v) != "null" {
-			from = append(from, name)
-		}
-	}
-	if from != nil {
-		return linkspec.KindMain, from
-	}
-	return linkspec.KindGo, nil
+	return linkspec.KindOf(func(name string) bool {
+		v, ok := top[name]
+		return ok && string(v) != `""` && string(v) != "null"
+	})
 }
 
 // kindSentence says, for a payload error's detail, which kind the link was read as and why
@@ -259,7 +238,8 @@ func kindSentence(kind linkspec.Kind, from []string) string {
 	case kind == linkspec.KindMain:
 		return "; read as a main link, because it carries " + strings.Join(from, ", ")
 	case kind == linkspec.KindGo:
-		return "; read as a Go link, because it carries none of employeeId, employeeFirstname and employeeLastname"
+		f := linkspec.KindFields()
+		return "; read as a Go link, because it carries none of " + strings.Join(f[:len(f)-1], ", ") + " and " + f[len(f)-1]
 	}
 	return ""
 }
@@ -419,7 +399,7 @@ func (v *Verifier) checkNonceForm(nonce string) error {
 func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 	kind := p.Kind()
 	if len(v.rules.Kinds) > 0 && !containsKind(v.rules.Kinds, kind) {
-		_, from := kindOf(p)
+		_, from := p.KindFrom()
 		allowed := "main links"
 		if kind == linkspec.KindMain {
 			allowed = "Go links"
@@ -439,7 +419,7 @@ func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 // A-PAY-GO): payload_invalid with the fields.
 func (v *Verifier) checkPayload(p *linkspec.Payload) error {
 	if _, err := p.Validate(v.rules.Kinds...); err != nil {
-		kind, from := kindOf(p)
+		kind, from := p.KindFrom()
 		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface" + kindSentence(kind, from), Err: err, Kind: kind, KindFrom: from}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {

@@ -261,13 +261,13 @@ func (v *Verifier) run(s *state, t *Trace) error {
 	for i := range rules {
 		r := &rules[i]
 		if t != nil && (t.broken || s.failed&r.needs != 0) {
-			t.Steps = append(t.Steps, Step{Rule: r.text(&v.rules), ID: r.id, Code: r.code, Outcome: NotReached})
+			t.Steps = append(t.Steps, Step{Rule: r.text(&v.rules), RuleID: r.id, Code: r.code, Outcome: NotReached})
 			continue
 		}
 		err := r.check(v, s)
 		if err == nil {
 			if t != nil {
-				st := Step{Rule: r.text(&v.rules), ID: r.id, Code: r.code, Outcome: Passed}
+				st := Step{Rule: r.text(&v.rules), RuleID: r.id, Code: r.code, Outcome: Passed}
 				if r.explain != nil {
 					st.Detail = r.explain(v, s)
 				}
@@ -294,7 +294,7 @@ func (v *Verifier) run(s *state, t *Trace) error {
 // failedStep records a failure: the code and detail are those of the rejection, and what
 // the rule found follows in parentheses.
 func failedStep(v *Verifier, s *state, r *rule, err error) Step {
-	st := Step{Rule: r.text(&v.rules), ID: r.id, Code: r.code, Outcome: Failed, Detail: err.Error()}
+	st := Step{Rule: r.text(&v.rules), RuleID: r.id, Code: r.code, Outcome: Failed, Detail: err.Error()}
 	var e *Error
 	if errors.As(err, &e) {
 		st.Code, st.Detail, st.Fields = e.Code, e.Detail, e.Fields
@@ -307,24 +307,28 @@ func failedStep(v *Verifier, s *state, r *rule, err error) Step {
 	return st
 }
 
-// Outcome is what a rule made of a token in a Trace.
-type Outcome uint8
+// Outcome is what a rule made of a token in a Trace. The values are those of a report's
+// JSON "result".
+type Outcome string
 
 const (
-	Passed     Outcome = iota + 1
-	Failed             // the token breaks the rule
-	NotReached         // an earlier failure left the rule nothing to read
+	Passed     Outcome = "passed"
+	Failed     Outcome = "failed"      // the token breaks the rule
+	NotReached Outcome = "not_reached" // an earlier failure left the rule nothing to read
+	// Unchecked is the nonce rule's in a Report: it needs the gateway's nonce store, which
+	// neither a trace nor the gateway's dry run reads.
+	Unchecked Outcome = "not_checked"
 )
 
-// Step is one rule's outcome in a Trace.
+// Step is one rule's outcome in a Trace. Its JSON is one element of a report's "rules".
 type Step struct {
-	Rule string // what the gateway requires, in a sentence
-	ID   string // the docs/interface.md rule, "" when the rule is the gateway's own
+	RuleID  string  `json:"id"`   // the docs/interface.md rule it enforces, "" for the gateway's own
+	Rule    string  `json:"text"` // what the gateway requires, in a sentence
+	Outcome Outcome `json:"result"`
 	// Code is the rejection code of the rule; a failure's is that of its *Error.
-	Code    problem.Code
-	Outcome Outcome
-	Detail  string                // why it failed, or what was found; never a payload value
-	Fields  []linkspec.FieldError // the failing payload fields, or the dropped ones
+	Code   problem.Code          `json:"code"`
+	Detail string                `json:"detail,omitempty"` // why it failed, or what was found; never a payload value
+	Fields []linkspec.FieldError `json:"fields,omitempty"` // the failing payload fields, or the dropped ones
 }
 
 // Trace explains one verification rule by rule, for the partner kit's check command.

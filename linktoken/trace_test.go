@@ -7,31 +7,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 	"github.com/partnergate/partnergate/problem"
 )
+
+// tableCase is one case of linktokentest's rejection or acceptance table.
+type tableCase struct {
+	name  string
+	token func(testing.TB) string
+	rules linktoken.Rules
+	now   time.Time
+}
+
+// tableCases are the gateway's rejection cases, then its acceptance cases.
+func tableCases() []tableCase {
+	var cases []tableCase
+	for _, tc := range linktokentest.Rejections() {
+		cases = append(cases, tableCase{tc.Name, tc.Token, tc.Rules, tc.Now})
+	}
+	for _, tc := range linktokentest.Acceptances() {
+		cases = append(cases, tableCase{tc.Name, tc.Token, tc.Rules, tc.Now})
+	}
+	return cases
+}
 
 // TestTraceAgreesWithVerify runs the gateway's rejection and acceptance tables through
 // Trace: its verdict is Verify's, a rejected token's first failing step carries the code,
 // an accepted one has no failed step, and every rule has a step.
 func TestTraceAgreesWithVerify(t *testing.T) {
 	set := linktokentest.KeySet(t)
-	type tcase struct {
-		name  string
-		token func(testing.TB) string
-		rules linktoken.Rules
-		now   time.Time
-	}
-	var cases []tcase
-	for _, tc := range linktokentest.Rejections() {
-		cases = append(cases, tcase{tc.Name, tc.Token, tc.Rules, tc.Now})
-	}
-	for _, tc := range linktokentest.Acceptances() {
-		cases = append(cases, tcase{tc.Name, tc.Token, tc.Rules, tc.Now})
-	}
 	steps := linktoken.NumRules
-	for _, tc := range cases {
+	for _, tc := range tableCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := linktoken.NewVerifier(tc.rules, linktoken.WithClock(func() time.Time { return tc.now }))
 			if err != nil {
@@ -67,13 +75,13 @@ func TestTraceAgreesWithVerify(t *testing.T) {
 // fatal failure leaves the rest not reached.
 func TestTraceGoesOnPastFailures(t *testing.T) {
 	set := linktokentest.KeySet(t)
-	v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: "https://other.example", Audience: "other"}, linktoken.WithClock(func() time.Time { return linktokentest.Now }))
+	v, err := linktoken.NewVerifier(linktoken.Rules{Issuer: "https://other.example", Audience: "other"}, linktoken.WithClock(func() time.Time { return jwttest.Now }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := linktokentest.MainClaims()
+	c := jwttest.MainClaims()
 	delete(c, "nonce")
-	tr := v.Trace(context.Background(), []byte(linktokentest.Token(t, "ES256", "ec-1", c)), set)
+	tr := v.Trace(context.Background(), []byte(jwttest.Token(t, "ES256", "ec-1", c)), set)
 	var failed []problem.Code
 	for _, s := range tr.Steps {
 		if s.Outcome == linktoken.Failed {

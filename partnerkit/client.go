@@ -35,7 +35,8 @@ type Client struct {
 	HTTPClient *http.Client
 }
 
-// Endpoint returns the address of one of the partner's endpoints, "url" or "payload".
+// Endpoint returns the address of one of the partner's endpoints: "url", "payload", or
+// "check", the dry run's.
 func (c *Client) Endpoint(name string) (string, error) {
 	base, err := url.Parse(c.Gateway)
 	if err != nil || base.Scheme == "" || base.Host == "" {
@@ -108,50 +109,97 @@ func (c *Client) URL(ctx context.Context, p *Payload, opts ...SignOption) (strin
 // PostToken posts an already signed token to endpoint (the partner's /url address) and
 // reads the answer as URL does.
 func (c *Client) PostToken(ctx context.Context, endpoint, token string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(token))
+	resp, body, err := c.postToken(ctx, endpoint, token, "text/plain, application/json, application/problem+json")
 	if err != nil {
 		return "", err
 	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType == "application/problem+json" {
+		return "", readRejection(resp, body)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return "", fmt.Errorf("gateway answered %s", resp.Status)
+	}
+	return readURL(mediaType, body)
+}
+
+// postToken posts token to endpoint as text/plain, as the /url endpoint and the dry run
+// take it, and returns the answer with its body, at most maxResponse bytes.
+func (c *Client) postToken(ctx context.Context, endpoint, token, accept string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(token))
+	if err != nil {
+		return nil, nil, err
+	}
 	req.Header.Set("Content-Type", "text/plain")
-	req.Header.Set("Accept", "text/plain, application/json, application/problem+json")
+	req.Header.Set("Accept", accept)
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("posting to the gateway: %w", err)
+		return nil, nil, fmt.Errorf("posting to the gateway: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
-		return "", fmt.Errorf("reading the gateway's answer: %w", err)
+		return nil, nil, fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if len(body) > maxResponse {
-		return "", fmt.Errorf("gateway answer over %d bytes", maxResponse)
+		return nil, nil, fmt.Errorf("gateway answer over %d bytes", maxResponse)
+	}
+	return resp, body, nil
+}
+
+// readRejection reads a problem+json answer as a *Rejection, or an error saying it is
+// unreadable.
+func readRejection(resp *http.Response, body []byte) error {
+	var pr problemDoc
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return fmt.Errorf("gateway answered %s with an unreadable problem document", resp.Status)
+	}
+	rej := &Rejection{Status: resp.StatusCode, Code: pr.Code, Title: pr.Title, Detail: pr.Detail, Fields: pr.Fields, RequestID: pr.RequestID}
+	if rej.RequestID == "" {
+		rej.RequestID = pr.RequestID2
+	}
+	if rej.Status == 0 {
+		rej.Status = pr.Status
+	}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		rej.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return rej
+}
+
+// DryRun asks the gateway's dry run (POST /partner/{name}/check, on for the partner in a
+// test environment) why it would accept or reject token, with its own rules, keys and
+// clock, and returns its report: the report Check makes offline, with the gateway's
+// request id. The token is not used up: the dry run never claims its nonce. A gateway
+// that refuses the request answers a *Rejection: not_found where the partner's dry run is
+// off, dry_run_rate_limited (with RetryAfter) over its rate.
+func (c *Client) DryRun(ctx context.Context, token string) (*Report, error) {
+	endpoint, err := c.Endpoint("check")
+	if err != nil {
+		return nil, err
+	}
+	resp, body, err := c.postToken(ctx, endpoint, token, "application/json, application/problem+json")
+	if err != nil {
+		return nil, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mediaType == "application/problem+json" {
-		var pr problemDoc
-		if err := json.Unmarshal(body, &pr); err != nil {
-			return "", fmt.Errorf("gateway answered %s with an unreadable problem document", resp.Status)
-		}
-		rej := &Rejection{Status: resp.StatusCode, Code: pr.Code, Title: pr.Title, Detail: pr.Detail, Fields: pr.Fields, RequestID: pr.RequestID}
-		if rej.RequestID == "" {
-			rej.RequestID = pr.RequestID2
-		}
-		if rej.Status == 0 {
-			rej.Status = pr.Status
-		}
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			rej.RetryAfter = time.Duration(secs) * time.Second
-		}
-		return "", rej
+	switch {
+	case mediaType == "application/problem+json":
+		return nil, readRejection(resp, body)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("gateway answered %s", resp.Status)
+	case mediaType != "application/json":
+		return nil, fmt.Errorf("gateway answered the dry run with %q, not a JSON report", mediaType)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", fmt.Errorf("gateway answered %s", resp.Status)
+	var r Report
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("reading the dry run's report: %w", err)
 	}
-	return readURL(mediaType, body)
+	return &r, nil
 }
 
 // readURL takes the address from a /url answer. The interface leaves the body's shape open

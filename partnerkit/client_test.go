@@ -14,13 +14,24 @@ import (
 // fakeGateway answers /partner/acme/url with answer after checking the request's shape.
 func fakeGateway(t *testing.T, contentType, answer string, status int) (*httptest.Server, *string) {
 	t.Helper()
+	return fakeEndpoint(t, "url", contentType, answer, status, nil)
+}
+
+// fakeEndpoint answers POST /partner/acme/{endpoint} with answer and the headers hdr,
+// after checking the request's shape, and records the body it was sent.
+func fakeEndpoint(t *testing.T, endpoint, contentType, answer string, status int, hdr http.Header) (*httptest.Server, *string) {
+	t.Helper()
 	var got string
+	path := "/partner/acme/" + endpoint
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/partner/acme/url" || r.Header.Get("Content-Type") != "text/plain" {
-			t.Errorf("request %s %s %s, want POST /partner/acme/url text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		if r.Method != http.MethodPost || r.URL.Path != path || r.Header.Get("Content-Type") != "text/plain" {
+			t.Errorf("request %s %s %s, want POST %s text/plain", r.Method, r.URL.Path, r.Header.Get("Content-Type"), path)
 		}
 		b, _ := io.ReadAll(r.Body)
 		got = string(b)
+		for k, v := range hdr {
+			w.Header()[k] = v
+		}
 		w.Header().Set("Content-Type", contentType)
 		w.WriteHeader(status)
 		io.WriteString(w, answer)
@@ -156,5 +167,67 @@ func TestFormPage(t *testing.T) {
 	}
 	if strings.Contains(string(evil), `"><script>`) || strings.Contains(string(evil), `value="a"b"`) {
 		t.Errorf("FormPageFor does not escape its inputs:\n%s", evil)
+	}
+}
+
+// TestClientDryRun: DryRun posts the token as text/plain to /partner/{name}/check and
+// reads the gateway's report, or its refusal as a *Rejection; any other answer is an error.
+func TestClientDryRun(t *testing.T) {
+	const report = `{"verdict":"rejected","code":"issuer_invalid","status":401,"detail":"wrong issuer","expected":"https://acme.example",
+		"rules":[{"id":"A-AUTH-9","text":"iss is the partner's issuer","result":"failed","code":"issuer_invalid"}],"request_id":"r-9"}`
+	tests := []struct {
+		name, contentType, answer string
+		status                    int
+		retryAfter                string
+		check                     func(t *testing.T, r *Report, err error)
+	}{
+		{"report", "application/json", report, 200, "", func(t *testing.T, r *Report, err error) {
+			if err != nil || r.Accepted || r.Code != "issuer_invalid" || r.Expected != "https://acme.example" || r.RequestID != "r-9" ||
+				len(r.Steps) != 1 || r.Steps[0].Outcome != Failed || r.Steps[0].RuleID != "A-AUTH-9" {
+				t.Errorf("DryRun = %+v, %v, want the rejected report with its rule and request id", r, err)
+			}
+		}},
+		{"off", "application/problem+json", `{"status":404,"code":"not_found","request_id":"r-1"}`, 404, "", func(t *testing.T, r *Report, err error) {
+			var rej *Rejection
+			if !errors.As(err, &rej) || rej.Code != "not_found" || rej.Status != 404 || r != nil {
+				t.Errorf("DryRun (off) = %+v, %v, want a not_found *Rejection", r, err)
+			}
+		}},
+		{"rate limited", "application/problem+json", `{"status":429,"code":"dry_run_rate_limited"}`, 429, "7", func(t *testing.T, r *Report, err error) {
+			var rej *Rejection
+			if !errors.As(err, &rej) || rej.Code != "dry_run_rate_limited" || rej.RetryAfter != 7*time.Second {
+				t.Errorf("DryRun (429) = %v, want dry_run_rate_limited with RetryAfter 7s", err)
+			}
+		}},
+		{"html", "text/html", "<p>hello</p>", 200, "", func(t *testing.T, r *Report, err error) {
+			if err == nil || !strings.Contains(err.Error(), "not a JSON report") {
+				t.Errorf("DryRun (html) = %+v, %v, want a not-a-JSON-report error", r, err)
+			}
+		}},
+		{"bad verdict", "application/json", `{"verdict":"maybe","rules":[]}`, 200, "", func(t *testing.T, r *Report, err error) {
+			if err == nil {
+				t.Errorf("DryRun (verdict maybe) = %+v, want an error", r)
+			}
+		}},
+		{"server error", "text/plain", "oops", 500, "", func(t *testing.T, r *Report, err error) {
+			if err == nil || !strings.Contains(err.Error(), "500") {
+				t.Errorf("DryRun (500) = %+v, %v, want an error naming the status", r, err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hdr http.Header
+			if tt.retryAfter != "" {
+				hdr = http.Header{"Retry-After": {tt.retryAfter}}
+			}
+			srv, got := fakeEndpoint(t, "check", tt.contentType, tt.answer, tt.status, hdr)
+			c := &Client{Gateway: srv.URL, Partner: "acme"}
+			r, err := c.DryRun(context.Background(), "a.b.c")
+			tt.check(t, r, err)
+			if *got != "a.b.c" {
+				t.Errorf("the gateway got body %q, want the token", *got)
+			}
+		})
 	}
 }

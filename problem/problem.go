@@ -28,7 +28,8 @@ const InterfaceVersion = "1.1.0"
 type Code string
 
 // The gateway's codes. The token verifier's own (token_malformed, signature_invalid, ...)
-// are linktoken's constants; their titles and statuses are in this package's table.
+// follow below; linktoken rejects with them, and every code's title and status is in this
+// package's table.
 const (
 	CodeNotFound              Code = "not_found"                // the path is not /partner/{name}/url or /payload
 	CodePartnerUnknown        Code = "partner_unknown"          // no partner of that name is configured

@@ -10,6 +10,7 @@ import (
 	"github.com/partnergate/partnergate/appservice/casepdf"
 	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -61,7 +62,7 @@ func (h *Handler) apiExport(r *apiRequest) (int, any, error) {
 		return 0, nil, err
 	}
 	var fe fieldErrors
-	fe.text("caseId", in.CaseID, maxCaseID, false)
+	fe.text("caseId", in.CaseID, linkspec.MaxIDLength, false)
 	if in.CaseID == "" {
 		in.CaseID = r.s.CaseID
 	}
@@ -128,7 +129,7 @@ func doseText(lang string, it store.Item) string {
 func (h *Handler) apiCaseExports(r *apiRequest) (int, any, error) {
 	caseID := r.PathValue("caseId")
 	var fe fieldErrors
-	fe.text("caseId", caseID, maxCaseID, false)
+	fe.text("caseId", caseID, linkspec.MaxIDLength, false)
 	if err := fe.err(); err != nil {
 		return 0, nil, err
 	}

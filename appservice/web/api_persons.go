@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/personspec"
 	"github.com/partnergate/partnergate/problem"
 )
@@ -120,7 +121,7 @@ func (h *Handler) reloadStatus(r *apiRequest) (int, any, error) {
 
 func (h *Handler) apiPersons(r *apiRequest) (int, any, error) {
 	var fe fieldErrors
-	customID := queryText(r, &fe, "customId", 256)
+	customID := queryText(r, &fe, "customId", personspec.MaxText)
 	limit := queryInt(r, &fe, "limit", 1, 1000)
 	if err := fe.err(); err != nil {
 		return 0, nil, err
@@ -195,7 +196,7 @@ func (h *Handler) apiSetCustomID(r *apiRequest) (int, any, error) {
 	if in.CustomID == nil {
 		fe.add("customId", "required")
 	} else {
-		fe.text("customId", *in.CustomID, 256, false)
+		fe.text("customId", *in.CustomID, personspec.MaxText, false)
 	}
 	if err := fe.err(); err != nil {
 		return 0, nil, err
@@ -226,9 +227,6 @@ func (h *Handler) apiSessionPerson(r *apiRequest) (int, any, error) {
 	return h.reloadStatus(r)
 }
 
-// maxCaseID bounds a case id, as the partner link's caseId.
-const maxCaseID = 128
-
 func (h *Handler) apiSessionCase(r *apiRequest) (int, any, error) {
 	var in struct {
 		CaseID *string `json:"caseId"`
@@ -240,7 +238,7 @@ func (h *Handler) apiSessionCase(r *apiRequest) (int, any, error) {
 	if in.CaseID == nil {
 		fe.add("caseId", "required (empty clears the case)")
 	} else {
-		fe.text("caseId", *in.CaseID, maxCaseID, false)
+		fe.text("caseId", *in.CaseID, linkspec.MaxIDLength, false)
 	}
 	if err := fe.err(); err != nil {
 		return 0, nil, err

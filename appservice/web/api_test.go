@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // TestMain stops the private PostgreSQL cluster the API tests started.
@@ -261,10 +262,10 @@ var apiCases = []apiCase{
 				t.Errorf("status = %v", v)
 			}
 		},
-		badBody: `{"caseId":"` + strings.Repeat("c", 129) + `"}`, badFields: []string{"caseId"}},
+		badBody: `{"caseId":"` + strings.Repeat("c", linkspec.MaxIDLength+1) + `"}`, badFields: []string{"caseId"}},
 	{name: "case exports", method: "GET", path: "/app/api/cases/case-1/exports", want: 200,
 		check:   func(t *testing.T, v map[string]any) { wantSome(t, v, "exports", "filename", "a.pdf") },
-		badPath: "/app/api/cases/" + strings.Repeat("c", 129) + "/exports", badFields: []string{"caseId"}},
+		badPath: "/app/api/cases/" + strings.Repeat("c", linkspec.MaxIDLength+1) + "/exports", badFields: []string{"caseId"}},
 	{name: "export pdf", method: "GET", path: "/app/api/exports/{export}.pdf", want: 200, file: true,
 		badPath: "/app/api/exports/abc.pdf", badFields: []string{"id"}, foreignPath: "/app/api/exports/{fexport}.pdf"},
 	{name: "my workouts", method: "GET", path: "/app/api/me/workouts", member: true, want: 200,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 type exerciseJSON struct {
@@ -161,7 +162,7 @@ func (h *Handler) apiWorkouts(r *apiRequest) (int, any, error) {
 		PersonID: queryInt(r, &fe, "personId", 1, 1<<62),
 		Limit:    int(queryInt(r, &fe, "limit", 1, 1000)),
 	}
-	customID := queryText(r, &fe, "customId", 256)
+	customID := queryText(r, &fe, "customId", personspec.MaxText)
 	switch v := r.URL.Query().Get("template"); v {
 	case "", "false":
 	case "true":

@@ -29,6 +29,23 @@ func takeDown(t *testing.T, f *fixture, db database, dsn string) {
 	}
 }
 
+// beforeOutage signs a member in by a Go link, and opens the login page of a main link in
+// another browser, whose form (code, csrf) it returns with the login URL.
+func beforeOutage(t *testing.T, f *fixture) (member, opener *browser, loginPath string, form []string) {
+	t.Helper()
+	member = newBrowser(t, f.h)
+	if res := member.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
+		t.Fatalf("member login → %q, want /go", res.Header.Get("Location"))
+	}
+	opener = newBrowser(t, f.h)
+	loginPath = f.link(t, mainPayload(), "main")
+	_, page := opener.loginPage(loginPath)
+	if form = loginForm.FindStringSubmatch(page); form == nil {
+		t.Fatal("no login form before the outage")
+	}
+	return member, opener, loginPath, form
+}
+
 // TestDatabaseDown: while the database does not answer, the link endpoints, the login URL,
 // the pages and /healthz answer 503 with Retry-After and the code unavailable, so the
 // gateway, the partner and the person know to try again. Before the change a link answered
@@ -43,19 +60,12 @@ func TestDatabaseDown(t *testing.T) {
 				res.Header.Get("Retry-After") != "" || body(t, res) != "ok\n" {
 				t.Fatalf("GET /healthz with the database up = %d Retry-After %q, want 200 ok", res.StatusCode, res.Header.Get("Retry-After"))
 			}
-			member := newBrowser(t, f.h)
-			if res := member.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
-				t.Fatalf("member login → %q, want /go", res.Header.Get("Location"))
-			}
-			opener := newBrowser(t, f.h)
-			loginPath := f.link(t, mainPayload(), "main")
-			_, page := opener.loginPage(loginPath)
-			form := loginForm.FindStringSubmatch(page)
+			member, opener, loginPath, form := beforeOutage(t, f)
 			signer := newBrowser(t, f.h)
 			_, signinPage := signer.get("/app/signin")
 			csrf := csrfField.FindStringSubmatch(signinPage)
-			if form == nil || csrf == nil {
-				t.Fatal("no login form or sign-in form before the outage")
+			if csrf == nil {
+				t.Fatal("no sign-in form before the outage")
 			}
 
 			takeDown(t, f, db, dsn)

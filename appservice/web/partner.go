@@ -80,7 +80,9 @@ func (h *Handler) partnerLink(w http.ResponseWriter, r *http.Request) {
 	if fields != nil {
 		logger.Warn("link refused", "outcome", problem.CodePayloadInvalid, "kind", fw.Kind)
 		p := problem.New(problem.CodePayloadInvalid, "The link's payload does not fit its kind.")
-		p.Fields = fields
+		// As the gateway's payload_invalid: the kind the payload was checked as (here the
+		// one the gateway forwarded), none when the gateway's is unknown.
+		p.Fields, p.Kind = fields, string(kind)
 		fail(p)
 		return
 	}

@@ -115,11 +115,15 @@ func TestPayloadRevalidated(t *testing.T) {
 		payload *linkspec.Payload
 		kind    string
 		field   string
+		// wantKind is the answer's kind: the kind the payload was checked as, none when
+		// the gateway's is unknown.
+		wantKind string
 	}{
-		{"kind disagrees with payload", goPayload(), "main", "employeeId"},
-		{"missing contact firstname", func() *linkspec.Payload { p := mainPayload(); p.Contact.Firstname = ""; return p }(), "main", "contact.firstname"},
-		{"bad birthdate", func() *linkspec.Payload { p := mainPayload(); p.Contact.Birthdate = "1990-02-30"; return p }(), "main", "contact.birthdate"},
-		{"unknown kind", mainPayload(), "desktop", "kind"},
+		{"kind disagrees with payload", goPayload(), "main", "employeeId", "main"},
+		{"missing contact firstname", func() *linkspec.Payload { p := mainPayload(); p.Contact.Firstname = ""; return p }(), "main", "contact.firstname", "main"},
+		{"bad birthdate", func() *linkspec.Payload { p := mainPayload(); p.Contact.Birthdate = "1990-02-30"; return p }(), "main", "contact.birthdate", "main"},
+		{"go link without contact id", func() *linkspec.Payload { p := goPayload(); p.Contact.ID = ""; return p }(), "go", "contact.id", "go"},
+		{"unknown kind", mainPayload(), "desktop", "kind", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := forwardRequest(t, "url", tt.payload, tt.kind, testNow)
@@ -129,6 +133,9 @@ func TestPayloadRevalidated(t *testing.T) {
 			json.Unmarshal([]byte(body(t, res)), &p)
 			if res.StatusCode != http.StatusBadRequest || p.Code != string(problem.CodePayloadInvalid) || len(p.Fields) == 0 || p.Fields[0].Field != tt.field {
 				t.Errorf("= %d %q %+v, want 400 %q naming %s", res.StatusCode, p.Code, p.Fields, string(problem.CodePayloadInvalid), tt.field)
+			}
+			if p.Kind != tt.wantKind {
+				t.Errorf("kind = %q, want %q, as the gateway's payload_invalid carries it", p.Kind, tt.wantKind)
 			}
 			if p.RequestID != id || p.Type != "urn:partnergate:problem:payload_invalid" {
 				t.Errorf("request_id, type = %q, %q, want the gateway's %q and the problem URN", p.RequestID, p.Type, id)

@@ -11,8 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/personspec"
 )
 
 // TestShellViews: every view path answers the one shell, for the role it belongs to, with
@@ -235,6 +239,49 @@ func TestModuleRoutes(t *testing.T) {
 	slices.Sort(served)
 	if !slices.Equal(routed, served) {
 		t.Errorf("main.js routes %q, the server serves the shell for %q", routed, served)
+	}
+}
+
+// TestBounds: the modules bound a case id and a custom id as the API does, the first by
+// the link's caseId (linkspec.MaxIDLength), the second by personspec.MaxText, each in one
+// constant of api.js that the views and svcApp use; no module bounds them by a number of
+// its own.
+func TestBounds(t *testing.T) {
+	api, err := staticFS.ReadFile("static/app/api.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct {
+		name, field string // the constant in api.js; the field it bounds, as modules name it
+		want        int
+		users       []string
+	}{
+		{"maxCaseId", "case", linkspec.MaxIDLength, []string{"editor.js", "svcapp.js"}},
+		{"maxCustomId", "custom", personspec.MaxText, []string{"person.js", "persons.js"}},
+	} {
+		m := regexp.MustCompile(`export const ` + b.name + ` = (\d+);`).FindSubmatch(api)
+		if m == nil {
+			t.Errorf("api.js exports no %s", b.name)
+			continue
+		}
+		if string(m[1]) != strconv.Itoa(b.want) {
+			t.Errorf("api.js %s = %s, want %d", b.name, m[1], b.want)
+		}
+		users := map[string]bool{}
+		for _, mod := range appModules(t) {
+			src, _ := staticFS.ReadFile(mod)
+			if regexp.MustCompile(`\b` + b.name + `\b`).Match(src) {
+				users[path.Base(mod)] = true
+			}
+			for _, n := range regexp.MustCompile(`(?i)`+b.field+`\w*(?:\.length\s*>|[^\n]*maxlength:)\s*(\d+)`).FindAllSubmatch(src, -1) {
+				t.Errorf("%s bounds a %s id by %s instead of %s", mod, b.field, n[1], b.name)
+			}
+		}
+		for _, mod := range b.users {
+			if !users[mod] {
+				t.Errorf("%s does not use %s", mod, b.name)
+			}
+		}
 	}
 }
 

@@ -10,14 +10,24 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
+)
+
+// The defaults of Config.
+const (
+	// DefaultPublicURL is where ./run.sh's gateway listens.
+	DefaultPublicURL = "http://localhost:8080"
+	// DefaultFrameAncestors lets only the site itself show the application in a frame.
+	DefaultFrameAncestors = "'self'"
 )
 
 // Config configures a Handler.
@@ -30,12 +40,13 @@ type Config struct {
 	// AppSecret keys the CSRF tokens; at least 32 bytes.
 	AppSecret []byte
 	// PublicURL is the address people's browsers reach the gateway at; the login URLs the
-	// link endpoints answer start with it. Default http://localhost:8080.
+	// link endpoints answer start with it. Default DefaultPublicURL.
 	PublicURL string
-	// HeaderPrefix is the gateway's header prefix; linkspec.DefaultHeaderPrefix when empty.
+	// HeaderPrefix is the gateway's header_prefix, under which the forwarded headers and the
+	// assertion are read; linkspec.DefaultHeaderPrefix when empty.
 	HeaderPrefix string
 	// FrameAncestors is the CSP frame-ancestors source list: the partner origins allowed to
-	// show the application in an iframe. Default 'self'.
+	// show the application in an iframe. Default DefaultFrameAncestors.
 	FrameAncestors string
 	// Logger receives one line per link and per failure; never a payload value.
 	Logger *slog.Logger
@@ -44,6 +55,11 @@ type Config struct {
 	// SignInConcurrency bounds the password checks that run at once (each is an argon2id
 	// hash of 19 MiB); DefaultSignInConcurrency when 0.
 	SignInConcurrency int
+	// DatabaseTimeout bounds how long a request waits on the database: its context ends
+	// then, and when it has not answered by then it answers 503 unavailable with
+	// Retry-After (deadline.go). DefaultDatabaseTimeout when 0; it must stay below the
+	// server's write timeout, or the client is cut off before it hears why.
+	DatabaseTimeout time.Duration
 }
 
 // Handler serves the app service.
@@ -56,6 +72,8 @@ type Handler struct {
 	mux          *http.ServeMux
 	log          *slog.Logger
 	signIns      *signInGuard
+	// running counts the routes serveWithDeadline started, which may outlive their request.
+	running sync.WaitGroup
 }
 
 // New checks cfg and returns the handler.
@@ -70,7 +88,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("app secret shorter than 32 bytes")
 	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://localhost:8080"
+		cfg.PublicURL = DefaultPublicURL
 	}
 	u, err := url.Parse(strings.TrimSuffix(cfg.PublicURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -83,8 +101,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.HeaderPrefix == "" {
 		cfg.HeaderPrefix = linkspec.DefaultHeaderPrefix
 	}
+	if !linkspec.ValidHeaderPrefix(cfg.HeaderPrefix) {
+		return nil, fmt.Errorf("header prefix %q: want a header name prefix of letters, digits and '-', such as %s, the gateway's header_prefix", cfg.HeaderPrefix, linkspec.DefaultHeaderPrefix)
+	}
 	if cfg.FrameAncestors == "" {
-		cfg.FrameAncestors = "'self'"
+		cfg.FrameAncestors = DefaultFrameAncestors
 	}
 	if strings.ContainsAny(cfg.FrameAncestors, ";,\r\n") {
 		return nil, errors.New("frame ancestors must be a CSP source list without ; or ,")
@@ -100,6 +121,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.SignInConcurrency < 0 {
 		return nil, errors.New("sign-in concurrency is negative")
+	}
+	if cfg.DatabaseTimeout == 0 {
+		cfg.DatabaseTimeout = DefaultDatabaseTimeout
+	}
+	if cfg.DatabaseTimeout < 0 {
+		return nil, errors.New("database timeout is negative")
 	}
 	m := hmac.New(sha256.New, cfg.AppSecret)
 	m.Write([]byte("partnergate-csrf-key-v1"))
@@ -150,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	h.chooseLanguage(w, r)
-	h.mux.ServeHTTP(w, r)
+	h.serveWithDeadline(w, r)
 }
 
 // scriptPolicy is what a page may run and fetch.

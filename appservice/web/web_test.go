@@ -129,6 +129,7 @@ type problemBody struct {
 	Status                    int
 	RequestID                 string `json:"request_id"`
 	Fields                    []linkspec.FieldError
+	Kind                      string
 }
 
 func TestMethodAndPath(t *testing.T) {

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice"
+	"github.com/partnergate/partnergate/appservice/web"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 func env(name, def string) string {
@@ -45,11 +47,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("appservice", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var cfg appservice.Config
-	fl.StringVar(&cfg.Listen, "listen", env("PARTNERGATE_APP_LISTEN", "127.0.0.1:9080"), "listen `address` (env PARTNERGATE_APP_LISTEN); keep it on loopback behind the gateway")
-	fl.StringVar(&cfg.Database, "db", env("PARTNERGATE_APP_DB", "./data/appservice.db"), "SQLite file `path` or postgres:// URL (env PARTNERGATE_APP_DB)")
-	fl.StringVar(&cfg.PublicURL, "public-url", env("PARTNERGATE_APP_PUBLIC_URL", "http://localhost:8080"), "`URL` browsers reach the gateway at (env PARTNERGATE_APP_PUBLIC_URL)")
-	fl.StringVar(&cfg.FrameAncestors, "frame-ancestors", env("PARTNERGATE_APP_FRAME_ANCESTORS", "'self'"), "CSP frame-ancestors `sources` allowed to embed the app (env PARTNERGATE_APP_FRAME_ANCESTORS)")
-	fl.StringVar(&cfg.SecretFile, "secret-file", env("PARTNERGATE_APP_SECRET_FILE", "./data/app.secret"), "`file` holding the app secret when PARTNERGATE_APP_SECRET is unset; created when missing")
+	fl.StringVar(&cfg.Listen, "listen", env("PARTNERGATE_APP_LISTEN", appservice.DefaultListen), "listen `address` (env PARTNERGATE_APP_LISTEN); keep it on loopback behind the gateway")
+	fl.StringVar(&cfg.Database, "db", env("PARTNERGATE_APP_DB", appservice.DefaultDatabase), "SQLite file `path` or postgres:// URL (env PARTNERGATE_APP_DB)")
+	fl.StringVar(&cfg.PublicURL, "public-url", env("PARTNERGATE_APP_PUBLIC_URL", web.DefaultPublicURL), "`URL` browsers reach the gateway at (env PARTNERGATE_APP_PUBLIC_URL)")
+	fl.StringVar(&cfg.FrameAncestors, "frame-ancestors", env("PARTNERGATE_APP_FRAME_ANCESTORS", web.DefaultFrameAncestors), "CSP frame-ancestors `sources` allowed to embed the app (env PARTNERGATE_APP_FRAME_ANCESTORS)")
+	fl.StringVar(&cfg.HeaderPrefix, "header-prefix", env("PARTNERGATE_APP_HEADER_PREFIX", linkspec.DefaultHeaderPrefix), "`prefix` of the headers the gateway forwards: its header_prefix, which must be the same (env PARTNERGATE_APP_HEADER_PREFIX)")
+	fl.StringVar(&cfg.SecretFile, "secret-file", env("PARTNERGATE_APP_SECRET_FILE", appservice.DefaultSecretFile), "`file` holding the app secret when PARTNERGATE_APP_SECRET is unset; created when missing")
 	fl.StringVar(&cfg.Instructor.Username, "instructor", env("PARTNERGATE_APP_INSTRUCTOR", "instructor"), "`username` of the first instructor account, created when missing (empty: none)")
 	fl.StringVar(&cfg.Instructor.Email, "instructor-email", env("PARTNERGATE_APP_INSTRUCTOR_EMAIL", ""), "e-mail `address` of the first instructor account")
 	fl.StringVar(&cfg.Instructor.DisplayName, "instructor-name", env("PARTNERGATE_APP_INSTRUCTOR_NAME", "Demo Instructor"), "display `name` of the first instructor account")
@@ -57,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.DemoOrganization, "demo-org", env("PARTNERGATE_APP_DEMO_ORG", ""), "with -demo-data, also seed the partner's organization `partner:organizationId:name`, created when missing (env PARTNERGATE_APP_DEMO_ORG)")
 	fl.StringVar(&cfg.DemoMember, "demo-member", env("PARTNERGATE_APP_DEMO_MEMBER", ""), "with -demo-org, also seed the contact of the Go link payload in `file` (JSON) with a plan, as that link would resolve it (env PARTNERGATE_APP_DEMO_MEMBER)")
 	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
-	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", "2"), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
+	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", strconv.Itoa(web.DefaultSignInConcurrency)), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
 	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -155,3 +155,17 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHeaderPrefixChecked: -header-prefix reaches the app service, which refuses to start
+// with one the gateway would refuse as header_prefix (linkspec.ValidHeaderPrefix).
+func TestHeaderPrefixChecked(t *testing.T) {
+	t.Setenv("PARTNERGATE_UPSTREAM_SECRET", strings.Repeat("u", 32))
+	t.Setenv("PARTNERGATE_APP_SECRET", strings.Repeat("a", 32))
+	dir := t.TempDir()
+	var out, errs strings.Builder
+	code := run([]string{"-db", filepath.Join(dir, "app.db"), "-secret-file", filepath.Join(dir, "app.secret"), "-listen", "127.0.0.1:0",
+		"-instructor", "", "-header-prefix", "X:Acme-"}, &out, &errs)
+	if want := `header prefix "X:Acme-"`; code != 1 || !strings.Contains(errs.String(), want) {
+		t.Errorf("-header-prefix X:Acme- = %d %q, want 1 and %q", code, errs.String(), want)
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,10 +15,13 @@ import (
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/partnerkit"
+	"github.com/partnergate/partnergate/problem"
 )
 
 // cmdCheck explains rule by rule why the gateway would accept or reject a token. The
-// verdict and its code are linktoken's, the gateway's own verification.
+// verdict and its code are linktoken's, the gateway's own verification: offline, with the
+// partner's key set and the rules given as flags; or, with --gateway and --partner, by the
+// gateway's dry run, with its own rules, keys and clock.
 func cmdCheck(ctx context.Context, args []string, e env) error {
 	fs := newFlags("check", e)
 	jwksFile := fs.String("jwks", "", "the partner's jwks.json")
@@ -27,32 +32,56 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 	kinds := fs.String("kind", "", "the link kinds the gateway allows for the partner: main, go or main,go (default: both)")
 	leeway := fs.Duration("leeway", linktoken.DefaultLeeway, "the gateway's clock leeway (0s: none, as leeway 0 in the Caddyfile)")
 	maxLifetime := fs.Duration("max-lifetime", linktoken.DefaultMaxLifetime, "the gateway's max_lifetime for the partner")
+	gateway := fs.String("gateway", "", "ask this gateway's dry run instead of checking offline: the base URL of the link endpoints ({sso_url}); with --partner")
+	partner := fs.String("partner", "", "the partner's path segment, for --gateway")
 	asJSON := fs.Bool("json", false, "print the report as JSON, the shape the gateway's dry run (POST /partner/NAME/check) answers")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(pos) != 1:
+	if len(pos) != 1 {
 		return usagef("give one TOKEN, or - to read it from standard input")
-	case (*jwksFile == "") == (*jwksURL == ""):
-		return usagef("give exactly one of --jwks FILE and --jwks-url URL")
-	case *iss == "" || *aud == "":
-		return usagef("--iss and --aud are required")
 	}
-	if *leeway == 0 {
-		*leeway = -1 // linktoken.Rules reads 0 as its default and a negative leeway as none
-	}
-	rules := linktoken.Rules{Issuer: *iss, Audience: *aud, Algorithms: commaList(*algs), Leeway: *leeway, MaxLifetime: *maxLifetime}
-	for _, k := range commaList(*kinds) {
-		kind, ok := linkspec.ParseKind(k)
-		if !ok {
-			return usagef("--kind %q: use main or go", k)
+	dryRun := *gateway != "" || *partner != ""
+	var rules linktoken.Rules
+	if dryRun {
+		// The gateway's own rules and keys decide: a flag that would set them here is a
+		// mistake, not something to ignore in silence.
+		var offline []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "gateway", "partner", "json":
+			default:
+				offline = append(offline, "--"+f.Name)
+			}
+		})
+		switch {
+		case *gateway == "" || *partner == "":
+			return usagef("--gateway URL and --partner NAME go together")
+		case len(offline) > 0:
+			return usagef("%s: the gateway's dry run uses the gateway's own rules and keys; leave them out with --gateway", strings.Join(offline, ", "))
 		}
-		rules.Kinds = append(rules.Kinds, kind)
-	}
-	if _, err := linktoken.NewVerifier(rules); err != nil {
-		return usagef("%v", err)
+	} else {
+		switch {
+		case (*jwksFile == "") == (*jwksURL == ""):
+			return usagef("give exactly one of --jwks FILE and --jwks-url URL, or --gateway URL and --partner NAME")
+		case *iss == "" || *aud == "":
+			return usagef("--iss and --aud are required")
+		}
+		if *leeway == 0 {
+			*leeway = -1 // linktoken.Rules reads 0 as its default and a negative leeway as none
+		}
+		rules = linktoken.Rules{Issuer: *iss, Audience: *aud, Algorithms: commaList(*algs), Leeway: *leeway, MaxLifetime: *maxLifetime}
+		for _, k := range commaList(*kinds) {
+			kind, ok := linkspec.ParseKind(k)
+			if !ok {
+				return usagef("--kind %q: use main or go", k)
+			}
+			rules.Kinds = append(rules.Kinds, kind)
+		}
+		if _, err := linktoken.NewVerifier(rules); err != nil {
+			return usagef("%v", err)
+		}
 	}
 	token := pos[0]
 	if token == "-" {
@@ -61,6 +90,18 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		token = string(b)
+	}
+	if dryRun {
+		c := &partnerkit.Client{Gateway: *gateway, Partner: *partner, HTTPClient: e.http}
+		r, err := c.DryRun(ctx, strings.TrimSpace(token))
+		if err != nil {
+			var rej *partnerkit.Rejection
+			if errors.As(err, &rej) && rej.Code == string(problem.CodeNotFound) {
+				return fmt.Errorf("%w (is dry_run on for partner %s at this gateway?)", err, *partner)
+			}
+			return err
+		}
+		return printCheck(e, r, *asJSON, false)
 	}
 	var jwks []byte
 	if *jwksFile != "" {
@@ -71,8 +112,13 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	r := partnerkit.Check(ctx, token, jwks, rules, e.now())
-	if *asJSON {
+	return printCheck(e, partnerkit.Check(ctx, token, jwks, rules, e.now()), *asJSON, true)
+}
+
+// printCheck prints a report, as JSON or as text, and ends with exitFailed when it is a
+// rejection. offline says the report is Check's rather than a gateway's dry run.
+func printCheck(e env, r *partnerkit.Report, asJSON, offline bool) error {
+	if asJSON {
 		// partnerkit.Report's own encoding, the one the gateway's dry run answers with.
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -80,7 +126,7 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 		}
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else {
-		printReport(e, r)
+		printReport(e, r, offline)
 	}
 	if !r.Accepted {
 		return exitError(exitFailed)
@@ -95,7 +141,7 @@ var marks = map[partnerkit.Outcome]string{
 	partnerkit.Unchecked:  " ?? ",
 }
 
-func printReport(e env, r *partnerkit.Report) {
+func printReport(e env, r *partnerkit.Report, offline bool) {
 	w := e.stdout
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "%s %s", marks[s.Outcome], s.Rule)
@@ -108,8 +154,10 @@ func printReport(e env, r *partnerkit.Report) {
 			if s.Detail != "" {
 				fmt.Fprintf(w, ": %s", s.Detail)
 			}
-		case s.Outcome == partnerkit.Unchecked:
+		case s.Outcome == partnerkit.Unchecked && offline:
 			fmt.Fprintf(w, ": not checked offline; %s", s.Detail)
+		case s.Outcome == partnerkit.Unchecked:
+			fmt.Fprintf(w, ": %s", s.Detail)
 		case s.Detail != "" && s.Outcome == partnerkit.Passed:
 			fmt.Fprintf(w, " (%s)", s.Detail)
 		}
@@ -117,6 +165,9 @@ func printReport(e env, r *partnerkit.Report) {
 		for _, f := range s.Fields {
 			fmt.Fprintf(w, "       %s: %s\n", f.Field, f.Reason)
 		}
+	}
+	if r.RequestID != "" {
+		defer fmt.Fprintf(w, "request id: %s (the gateway's log line of this dry run)\n", r.RequestID)
 	}
 	if r.Accepted {
 		fmt.Fprintf(w, "verdict: accepted (a %s link), unless the gateway has seen its nonce before\n", r.Kind)

@@ -11,6 +11,7 @@
 //	partnerlink mint --key PRIVATE.pem --iss ISS --aud AUD (--payload FILE | field flags)
 //	partnerlink send --gateway URL --partner NAME [--form FILE.html] [--open] (mint flags)
 //	partnerlink check TOKEN|- (--jwks FILE | --jwks-url URL) --iss ISS --aud AUD
+//	partnerlink check TOKEN|- --gateway URL --partner NAME
 //
 // Exit status: 0 success (check: the gateway would accept), 1 failure or rejection, 2 usage
 // error.
@@ -68,6 +69,7 @@ const usage = `partnerlink: the partner kit's command line (docs/partners.md)
   partnerlink mint --key PRIVATE.pem --iss ISS --aud AUD (--payload FILE.json | field flags)
   partnerlink send --gateway URL --partner NAME [--form FILE.html] [--open] (mint flags)
   partnerlink check TOKEN|- (--jwks FILE | --jwks-url URL) --iss ISS --aud AUD [--alg A,...]
+  partnerlink check TOKEN|- --gateway URL --partner NAME   (the gateway's dry run)
 
 Run "partnerlink COMMAND -h" for a command's flags.
 Exit status: 0 success, 1 failure or rejection, 2 usage error.

@@ -189,6 +189,10 @@ func TestUsageErrors(t *testing.T) {
 		{"check without keys", []string{"check", "tok", "--iss", iss, "--aud", aud}, "--jwks"},
 		{"check HS256", []string{"check", "tok", "--jwks", "x", "--iss", iss, "--aud", aud, "--alg", "HS256"}, "HS256"},
 		{"check bad kind", []string{"check", "tok", "--jwks", "x", "--iss", iss, "--aud", aud, "--kind", "desktop"}, "--kind"},
+		{"check gateway without partner", []string{"check", "tok", "--gateway", "https://sso.example.com"}, "--partner NAME go together"},
+		{"check partner without gateway", []string{"check", "tok", "--partner", "acme"}, "--gateway URL and --partner NAME go together"},
+		{"check gateway with offline rules", []string{"check", "tok", "--gateway", "https://sso.example.com", "--partner", "acme", "--iss", iss, "--jwks", "x"},
+			"--iss, --jwks: the gateway's dry run uses the gateway's own rules and keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

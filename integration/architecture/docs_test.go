@@ -29,7 +29,9 @@ func TestWhereThingsLiveMatchesTree(t *testing.T) {
 			t.Errorf("docs/architecture.md names %s, which does not exist", dir)
 		}
 	}
-	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "./...").Output()
+	list := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	list.Dir = treeRoot
+	out, err := list.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -38,7 +40,11 @@ func TestWhereThingsLiveMatchesTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var missing []string
-	for _, dir := range strings.Fields(string(out)) {
+	dirs := strings.Fields(string(out))
+	if len(dirs) < 40 {
+		t.Fatalf("go list found %d packages: it did not list the whole module", len(dirs))
+	}
+	for _, dir := range dirs {
 		rel, err := filepath.Rel(root, dir)
 		if err != nil || rel == "." {
 			continue

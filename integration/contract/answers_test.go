@@ -21,6 +21,7 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/jwttest"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 )
@@ -148,7 +149,7 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 	base := time.Now()
 	cases := linktokentest.RejectionsAt(base)
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(jwks, linktokentest.KeySetJSON(t), 0o644); err != nil {
+	if err := os.WriteFile(jwks, jwttest.StandardSetJSON(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	keysDown := harness.NewJWKSServer(t)
@@ -171,16 +172,16 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 			route(name, linktokentest.CaddyfileLines(jwks, c.Rules))
 		}
 	}
-	route("keysdown", []string{"jwks_url " + keysDown.JWKSURL(), "issuer " + linktokentest.Issuer, "audience keysdown"})
+	route("keysdown", []string{"jwks_url " + keysDown.JWKSURL(), "issuer " + jwttest.Issuer, "audience keysdown"})
 	// A partner whose upstream is down (nothing listens there): upstream_unavailable.
 	fmt.Fprintf(&routes, "\troute /partner/upstreamdown/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy 127.0.0.1:%d\n\t}\n",
-		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+linktokentest.Issuer, "audience upstreamdown"), harness.FreePort(t))
+		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+jwttest.Issuer, "audience upstreamdown"), harness.FreePort(t))
 	// A partner that registered the origins of its form pages: origin_not_allowed.
-	route("formsonly", []string{"jwks_file " + jwks, "issuer " + linktokentest.Issuer, "audience formsonly", "origins https://ehr.partner.example"})
+	route("formsonly", []string{"jwks_file " + jwks, "issuer " + jwttest.Issuer, "audience formsonly", "origins https://ehr.partner.example"})
 	// Every other path under /partner/ reaches a handler without such a partner (Caddy
 	// tries the longer path matchers first).
 	fmt.Fprintf(&routes, "\troute /partner/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy %s\n\t}\n",
-		harness.PartnerBlock("other", "jwks_file "+jwks, "issuer "+linktokentest.Issuer, "audience other"), up.Addr())
+		harness.PartnerBlock("other", "jwks_file "+jwks, "issuer "+jwttest.Issuer, "audience other"), up.Addr())
 	g := harness.StartCaddy(t, harness.Config{
 		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n{{.Vars.routes}}}\n",
 		Vars:      map[string]string{"routes": routes.String()},
@@ -212,19 +213,19 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 
 	// The refusals that come before the token. A valid token of the partner with the
 	// default rules, with a nonce of its own, is sent twice for the replay.
-	plain := partnerOf[fmt.Sprintf("%+v", linktoken.Rules{Issuer: linktokentest.Issuer, Audience: linktokentest.Audience})]
+	plain := partnerOf[fmt.Sprintf("%+v", linktoken.Rules{Issuer: jwttest.Issuer, Audience: jwttest.Audience})]
 	claims := jwttest.MainClaimsAt(time.Now())
 	claims["nonce"] = "contract-test-replayed-nonce-0001"
-	valid := linktokentest.Token(t, linktoken.RS256, "rsa-1", claims)
+	valid := jwttest.Token(t, linktoken.RS256, "rsa-1", claims)
 	keysDownToken := func() string {
 		c := jwttest.MainClaimsAt(time.Now())
 		c["aud"] = "keysdown"
-		return linktokentest.Token(t, linktoken.RS256, "rsa-1", c)
+		return jwttest.Token(t, linktoken.RS256, "rsa-1", c)
 	}
 	upstreamDownToken := func(nonce string) string {
 		c := jwttest.MainClaimsAt(time.Now())
 		c["aud"], c["nonce"] = "upstreamdown", "contract-test-upstream-down-"+nonce
-		return linktokentest.Token(t, linktoken.RS256, "rsa-1", c)
+		return jwttest.Token(t, linktoken.RS256, "rsa-1", c)
 	}
 	big := strings.Repeat("A", 17<<10)
 	for _, tt := range []struct {
@@ -303,11 +304,11 @@ func TestAcceptedLinksFitTheDocument(t *testing.T) {
 		accept         string
 		contentType    string
 	}{
-		{"url, main link", "url", harness.MainPayload(), "", "text/plain"},
-		{"url, go link", "url", harness.GoPayload(), "", "text/plain"},
-		{"url, main link as JSON", "url", harness.MainPayload(), "application/json", "application/json"},
-		{"payload, main link", "payload", harness.MainPayload(), "", "text/html"},
-		{"payload, go link", "payload", harness.GoPayload(), "", "text/html"},
+		{"url, main link", "url", testpayload.Main(), "", "text/plain"},
+		{"url, go link", "url", testpayload.Go(), "", "text/plain"},
+		{"url, main link as JSON", "url", testpayload.Main(), "application/json", "application/json"},
+		{"payload, main link", "payload", testpayload.Main(), "", "text/html"},
+		{"payload, go link", "payload", testpayload.Go(), "", "text/html"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tok := mint(tt.payload)
@@ -340,16 +341,16 @@ func TestAcceptedLinksFitTheDocument(t *testing.T) {
 func TestDryRunFitsTheDocument(t *testing.T) {
 	a := newAnswerChecker(t)
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(jwks, linktokentest.KeySetJSON(t), 0o644); err != nil {
+	if err := os.WriteFile(jwks, jwttest.StandardSetJSON(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	up := harness.NewUpstream(t)
-	lines := append(linktokentest.CaddyfileLines(jwks, linktoken.Rules{Issuer: linktokentest.Issuer, Audience: linktokentest.Audience}), "dry_run 2/1h")
+	lines := append(linktokentest.CaddyfileLines(jwks, linktoken.Rules{Issuer: jwttest.Issuer, Audience: jwttest.Audience}), "dry_run 2/1h")
 	g := harness.StartCaddy(t, harness.Config{
 		Caddyfile: "{\n\tadmin {{.Admin}}\n}\n\nhttp://127.0.0.1:{{.Port}} {\n\troute /partner/* {\n\t\tjwt_partner {\n{{.Vars.partner}}\t\t}\n\t\treverse_proxy {{.Vars.upstream}}\n\t}\n}\n",
 		Vars:      map[string]string{"partner": harness.PartnerBlock("trial", lines...), "upstream": up.Addr()},
 	})
-	valid := linktokentest.Token(t, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(time.Now()))
+	valid := jwttest.Token(t, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(time.Now()))
 	wrongAudience := jwttest.MainClaimsAt(time.Now())
 	wrongAudience["aud"] = "someone-else"
 	for _, tt := range []struct {
@@ -357,7 +358,7 @@ func TestDryRunFitsTheDocument(t *testing.T) {
 		status               int
 	}{
 		{"valid token", valid, "accepted", http.StatusOK},
-		{"wrong audience", linktokentest.Token(t, linktoken.RS256, "rsa-1", wrongAudience), "rejected", http.StatusOK},
+		{"wrong audience", jwttest.Token(t, linktoken.RS256, "rsa-1", wrongAudience), "rejected", http.StatusOK},
 		{"over the rate", valid, "", http.StatusTooManyRequests},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/harness/browser"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -52,11 +53,18 @@ type stack struct {
 // every form of these tests passes the gateway's origins check as a real browser names it.
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackWith(t, appstack.Config{})
+}
+
+// startStackWith is startStack with the stack's other settings (HeaderPrefix) from c.
+func startStackWith(t *testing.T, c appstack.Config) *stack {
+	t.Helper()
 	s := &stack{}
 	s.partner = httptest.NewServer(s.servePages())
 	t.Cleanup(s.partner.Close)
-	st := appstack.Start(t, appstack.Config{Issuer: issuer, Audience: audience, KeyID: "e2e-1", Password: password,
-		FrameAncestors: "'self' http://127.0.0.1:*", Origins: []string{s.partner.URL}})
+	c.Issuer, c.Audience, c.KeyID, c.Password = issuer, audience, "e2e-1", password
+	c.FrameAncestors, c.Origins = "'self' http://127.0.0.1:*", []string{s.partner.URL}
+	st := appstack.Start(t, c)
 	s.gateway, s.app, s.appLogs, s.key = st.Gateway, st.App, st.AppLogs, st.Key
 	return s
 }
@@ -165,7 +173,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 func mainPayload(employee, contactID, first, last, birthdate string) map[string]any {
-	p := harness.MainPayload()
+	p := testpayload.Main()
 	p["employeeId"] = employee
 	c := p["contact"].(map[string]any)
 	c["id"], c["firstname"], c["lastname"], c["birthdate"] = contactID, first, last, birthdate
@@ -239,7 +247,7 @@ func TestFirstSightSignInThenSingleSignOn(t *testing.T) {
 func TestGoLinkCreatesMemberAndSignsIn(t *testing.T) {
 	s := startStack(t)
 	ctx := newBrowser(t)
-	step(t, ctx, "open partner page", chromedp.Navigate(s.partnerForm(t, harness.GoPayload(), false)))
+	step(t, ctx, "open partner page", chromedp.Navigate(s.partnerForm(t, testpayload.Go(), false)))
 	step(t, ctx, "submit Go form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("member")))
 	if got := text(t, ctx, "member"); got != "Jürgen Müller-Łukasz" {
 		t.Errorf("Go page member = %q, want %q", got, "Jürgen Müller-Łukasz")
@@ -257,7 +265,7 @@ func TestGoLinkCreatesMemberAndSignsIn(t *testing.T) {
 
 func TestLoginCodeWorksOnce(t *testing.T) {
 	s := startStack(t)
-	u := s.linkURL(t, harness.GoPayload())
+	u := s.linkURL(t, testpayload.Go())
 
 	ctx := newBrowser(t)
 	step(t, ctx, "first use", chromedp.Navigate(u), chromedp.WaitVisible(chromedp.ID("member")))
@@ -333,7 +341,7 @@ func checkNoPersonalData(t *testing.T, s *stack) {
 // and sets the gateway's headers by hand: refused, and no login URL comes back.
 func TestDirectRequestRefused(t *testing.T) {
 	s := startStack(t)
-	claims, err := json.Marshal(harness.MainPayload())
+	claims, err := json.Marshal(testpayload.Main())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +377,7 @@ func TestLoginCSRFFormFromAnotherSite(t *testing.T) {
 	s := startStack(t)
 	evil := httptest.NewServer(s.servePages())
 	t.Cleanup(evil.Close)
-	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: harness.GoPayload()})
+	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: testpayload.Go()})
 
 	victim := newBrowser(t)
 	step(t, victim, "open the other site's page", chromedp.Navigate(s.formPage(t, evil, tok, false)))

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // The helpers of the application tests: they drive the single-page application the way a
@@ -275,7 +275,7 @@ func signInWithPassword(t *testing.T, s *stack, ctx context.Context) {
 // goLink opens a Go link for the contact and waits for the member's list of plans.
 func goLink(t *testing.T, s *stack, ctx context.Context, contact map[string]any) {
 	t.Helper()
-	p := harness.GoPayload()
+	p := testpayload.Go()
 	p["contact"] = contact
 	step(t, ctx, "open Go link", chromedp.Navigate(s.linkURL(t, p)), chromedp.WaitVisible(chromedp.ID("member")))
 	waitView(t, ctx, "my-plans")

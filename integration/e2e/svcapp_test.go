@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // The records window.svcApp hands a desktop wrapper (docs/appservice.md), the members the
@@ -279,7 +281,7 @@ func TestSvcApp(t *testing.T) {
 		{`svcApp.setCustomId(` + strconv.FormatInt(otherPerson.Person.ID, 10) + `, "stolen")`, "not_found", ""},
 		{`svcApp.showNotice("Click me", "javascript:alert(1)")`, "invalid_argument", "url"},
 		{`svcApp.selectPerson({customid: "K-300"})`, "invalid_argument", "firstname"},
-		{`svcApp.setCase("` + strings.Repeat("x", 129) + `")`, "invalid_argument", "caseId"},
+		{`svcApp.setCase("` + strings.Repeat("x", linkspec.MaxIDLength+1) + `")`, "invalid_argument", "caseId"},
 		{`svcApp.getWorkoutsForClient({})`, "invalid_argument", "customId"},
 	} {
 		err := svc(t, ctx, c.call, nil)

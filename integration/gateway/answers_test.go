@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // TestAnswersSayHowToFix sends the mistakes partners make most to the running gateway and
@@ -22,7 +23,7 @@ func TestAnswersSayHowToFix(t *testing.T) {
 	parts := strings.Split(compact, ".")
 	main := []string{"employeeId", "employeeFirstname", "employeeLastname"}
 	goWithout := func(field string) map[string]any {
-		p := harness.GoPayload()
+		p := testpayload.Go()
 		delete(p["contact"].(map[string]any), field)
 		return p
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/jwttest"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/linktoken/linktokentest"
 	"github.com/partnergate/partnergate/partnerkit"
@@ -37,7 +38,7 @@ func casebookGateway(t *testing.T, jwks string, partners map[string]linktoken.Ru
 
 // casebookJWKS writes the cases' key set and returns its path.
 func casebookJWKS(t *testing.T) ([]byte, string) {
-	data := linktokentest.KeySetJSON(t)
+	data := jwttest.StandardSetJSON(t)
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)

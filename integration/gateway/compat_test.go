@@ -23,6 +23,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // The links real partners send (issue 12): tokens made by a JWT library with certificate
@@ -174,7 +175,7 @@ func TestCompatCertificateHintsAreIgnored(t *testing.T) {
 	} {
 		t.Run("accepted/"+tc.name, func(t *testing.T) {
 			g.up.Reset()
-			tok := jwxToken(t, key.Private, "RS256", "rs", harness.MainPayload(), own, tc.members...)
+			tok := jwxToken(t, key.Private, "RS256", "rs", testpayload.Main(), own, tc.members...)
 			h := headerOf(t, tok)
 			for _, m := range tc.members {
 				if _, ok := h[m]; !ok {
@@ -200,7 +201,7 @@ func TestCompatCertificateHintsAreIgnored(t *testing.T) {
 	// there is no key at all. The certificate is never a key.
 	t.Run("refused/x5c of another key, signed by it, partner's kid", func(t *testing.T) {
 		g.up.Reset()
-		tok := jwxToken(t, attacker.Private, "RS256", "rs", harness.MainPayload(), other,
+		tok := jwxToken(t, attacker.Private, "RS256", "rs", testpayload.Main(), other,
 			jws.X509CertChainKey, jws.X509CertThumbprintKey, jws.X509CertThumbprintS256Key)
 		resp := g.PostURL(t, "demo", tok)
 		if p := decodeProblem(t, resp); resp.StatusCode != http.StatusUnauthorized || p.Code != "signature_invalid" {
@@ -212,7 +213,7 @@ func TestCompatCertificateHintsAreIgnored(t *testing.T) {
 	})
 	t.Run("refused/x5c of another key, signed by it, its own kid", func(t *testing.T) {
 		g.up.Reset()
-		tok := jwxToken(t, attacker.Private, "RS256", "attacker", harness.MainPayload(), other, jws.X509CertChainKey, jws.X509CertThumbprintKey)
+		tok := jwxToken(t, attacker.Private, "RS256", "attacker", testpayload.Main(), other, jws.X509CertChainKey, jws.X509CertThumbprintKey)
 		resp := g.PostURL(t, "demo", tok)
 		if p := decodeProblem(t, resp); resp.StatusCode != http.StatusUnauthorized || p.Code != "key_unknown" {
 			t.Errorf("status %d code %q (%s), want 401 key_unknown", resp.StatusCode, p.Code, p.Detail)
@@ -274,7 +275,7 @@ func TestCompatMalformedOptionalFieldsAreDropped(t *testing.T) {
 	g := startCompat(t, key)
 	// Distinctive values, so that any occurrence in a header, the claims or a log is theirs.
 	const badContactEmail, badEmployeeEmail, blankMiddle = "Qz7-no-address-Kp", "Vw3-at-example", " \t "
-	payload := harness.MainPayload()
+	payload := testpayload.Main()
 	payload["employeeEmail"] = badEmployeeEmail
 	contact := payload["contact"].(map[string]any)
 	contact["email"] = badContactEmail
@@ -362,7 +363,7 @@ func TestCompatMalformedOptionalFieldsAreDropped(t *testing.T) {
 
 	t.Run("required field stays strict", func(t *testing.T) {
 		g.up.Reset()
-		p := harness.GoPayload()
+		p := testpayload.Go()
 		p["contact"].(map[string]any)["email"] = badContactEmail // required in a Go link
 		resp := g.PostURL(t, "demo", mint(t, key, harness.Token{Payload: p}))
 		pr := decodeProblem(t, resp)
@@ -379,12 +380,12 @@ func TestCompatLinkKind(t *testing.T) {
 	key := harness.NewKey(t, "PS256", "ps")
 	g := startCompat(t, key)
 	goWithEmail := func() map[string]any {
-		p := harness.GoPayload()
+		p := testpayload.Go()
 		p["employeeEmail"] = "coach@partner.example" // extra user data, for prefilling
 		return p
 	}
 	mainWithout := func() map[string]any {
-		p := harness.MainPayload()
+		p := testpayload.Main()
 		delete(p, "employeeId")
 		return p
 	}

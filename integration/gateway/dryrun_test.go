@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/partnerkit"
 	"github.com/partnergate/partnergate/problem"
@@ -32,7 +33,7 @@ func TestDryRun(t *testing.T) {
 	jwks := harness.JWKS(t, key)
 
 	t.Run("off is not_found", func(t *testing.T) {
-		tok := mint(t, key, harness.Token{Audience: goOnlyAudience, Payload: harness.GoPayload()})
+		tok := mint(t, key, harness.Token{Audience: goOnlyAudience, Payload: testpayload.Go()})
 		check := g.Post(t, "/partner/gonly/check", "text/plain", tok, nil)
 		unknown := g.Post(t, "/partner/gonly/nothing", "text/plain", tok, nil)
 		got, want := decodeProblem(t, check), decodeProblem(t, unknown)
@@ -46,7 +47,7 @@ func TestDryRun(t *testing.T) {
 	})
 
 	g.up.Reset()
-	valid := mint(t, key, harness.Token{Payload: harness.MainPayload()})
+	valid := mint(t, key, harness.Token{Payload: testpayload.Main()})
 	tests := []struct {
 		name, tok, verdict, code string
 	}{

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -165,9 +166,9 @@ func TestValidLinksReachUpstream(t *testing.T) {
 			for _, endpoint := range []string{"url", "payload"} {
 				t.Run(alg+"/"+kind+"/"+endpoint, func(t *testing.T) {
 					g.up.Reset()
-					payload := harness.MainPayload()
+					payload := testpayload.Main()
 					if kind == "go" {
-						payload = harness.GoPayload()
+						payload = testpayload.Go()
 					}
 					tok := mint(t, keys[alg], harness.Token{Payload: payload})
 					var resp *harness.Response
@@ -254,7 +255,7 @@ func TestSpoofedHeadersNeverReachUpstream(t *testing.T) {
 	}
 	t.Run("partner link", func(t *testing.T) {
 		g.up.Reset()
-		tok := mint(t, key, harness.Token{Payload: harness.GoPayload()})
+		tok := mint(t, key, harness.Token{Payload: testpayload.Go()})
 		hdr := spoof.Clone()
 		// Hop-by-hop: a proxy deletes what Connection names, so a client could otherwise
 		// strip the gateway's headers on their way to the upstream.
@@ -317,7 +318,7 @@ func TestSpoofedHeadersNeverReachUpstream(t *testing.T) {
 func TestDefaultForwardsNoFieldHeaders(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "es")
 	g := startGateway(t, fileKeys(t, key), "", "")
-	payload := harness.MainPayload()
+	payload := testpayload.Main()
 	tok := mint(t, key, harness.Token{Payload: payload})
 	spoof := http.Header{"X-Partner-Contact-Id": {"evil"}, "X-Partner_Contact-Ssn": {"evil"}}
 	resp := g.Post(t, "/partner/demo/url", "text/plain", tok, spoof)

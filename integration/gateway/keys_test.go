@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -204,6 +205,46 @@ func TestKeySetChangesLoggedOnce(t *testing.T) {
 		if strings.Contains(line, "partner key set") && (strings.Contains(line, `"n":`) || strings.Contains(line, `"x":`)) {
 			t.Errorf("a key-set line carries key material: %s", line)
 		}
+	}
+}
+
+// TestUnknownKidBurstWrittenAtCooldownEnd: a burst of unknown kids is one warning at once
+// and, when refresh_cooldown has run out, one with the count held since, although no
+// further token names an unknown kid.
+func TestUnknownKidBurstWrittenAtCooldownEnd(t *testing.T) {
+	const msg = "partner tokens name kids not in the key set"
+	key := harness.NewKey(t, "ES256", "k1")
+	srv := harness.NewJWKSServer(t, key)
+	g := startGateway(t, "jwks_url "+srv.JWKSURL(), "refresh_cooldown 3s", "")
+	waitAccepted(t, g, func() string { return mint(t, key, harness.Token{}) })
+
+	const burst = 4
+	var toks []string
+	for range burst {
+		toks = append(toks, mint(t, key, harness.Token{Header: map[string]any{"kid": harness.RandomNonce()}}))
+	}
+	start := time.Now()
+	for _, tok := range toks {
+		if resp := g.PostURL(t, "demo", tok); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("unknown kid: status %d body %s, want 401", resp.StatusCode, resp.Body)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the burst took %s, want it within the 3s cooldown", took)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		lines := logLines(g, msg, `"partner":"demo"`)
+		if len(lines) == 2 {
+			if !strings.Contains(lines[0], `"count":1`) || !strings.Contains(lines[1], fmt.Sprintf(`"count":%d`, burst-1)) {
+				t.Errorf("unknown kid lines = %q, want count 1 at once, then count %d", lines, burst-1)
+			}
+			break
+		}
+		if len(lines) > 2 || time.Now().After(deadline) {
+			t.Fatalf("unknown kid lines = %q, want 2: the held count is written when the cooldown ends", lines)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

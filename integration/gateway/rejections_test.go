@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 func TestRejectionsNeverReachUpstream(t *testing.T) {
@@ -21,7 +22,7 @@ func TestRejectionsNeverReachUpstream(t *testing.T) {
 	tokenCase := func(tok harness.Token) func() *harness.Response {
 		return func() *harness.Response { return g.PostURL(t, "demo", mint(t, key, tok)) }
 	}
-	badPayload := harness.MainPayload()
+	badPayload := testpayload.Main()
 	badPayload["contact"].(map[string]any)["firstname"] = "   " // required: a malformed optional value would only be dropped
 	tests := []struct {
 		name   string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // TestReadTimeoutEndsSlowBody sends a token one byte every 200 ms to a gateway whose
@@ -20,7 +21,7 @@ import (
 func TestReadTimeoutEndsSlowBody(t *testing.T) {
 	k := harness.NewKey(t, "RS256", "slow-1")
 	g := startGateway(t, fileKeys(t, k), "", "read_timeout 2s")
-	tok := mint(t, k, harness.Token{Payload: harness.MainPayload()})
+	tok := mint(t, k, harness.Token{Payload: testpayload.Main()})
 
 	host := strings.TrimPrefix(g.URL, "http://")
 	conn, err := net.Dial("tcp", host)
@@ -96,7 +97,7 @@ func TestReadTimeoutSparesSlowUpstream(t *testing.T) {
 			"site": "", "upstream": ln.Addr().String()},
 		Env: []string{"TEST_UPSTREAM_SECRET=" + secret},
 	})
-	res := c.PostURL(t, "demo", mint(t, k, harness.Token{Payload: harness.MainPayload()}))
+	res := c.PostURL(t, "demo", mint(t, k, harness.Token{Payload: testpayload.Main()}))
 	if res.StatusCode != http.StatusOK || string(res.Body) != "http://app.example/after-a-while" {
 		t.Errorf("answer through a slow upstream = %d %q, want 200 and the upstream's body", res.StatusCode, res.Body)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 var (
@@ -97,7 +98,7 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 	valid := harness.Token{Issuer: issuer, Audience: audience}
 	with := func(f func(*harness.Token)) harness.Token { tok := valid; f(&tok); return tok }
 	payloadWithout := func(field string) map[string]any {
-		p := harness.MainPayload()
+		p := testpayload.Main()
 		delete(p, field)
 		return p
 	}
@@ -111,7 +112,7 @@ func TestCheckAgreesWithGateway(t *testing.T) {
 	}{
 		{"valid RS256", "all", nil, func() string { return rsa.Sign(t, valid) }, ""},
 		{"valid PS256", "all", nil, func() string { return ps.Sign(t, valid) }, ""},
-		{"valid ES256 Go link", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Payload = harness.GoPayload() })) }, ""},
+		{"valid ES256 Go link", "all", nil, func() string { return ec.Sign(t, with(func(k *harness.Token) { k.Payload = testpayload.Go() })) }, ""},
 		{"aud array", "all", nil, func() string {
 			return ec.Sign(t, with(func(k *harness.Token) { k.Audiences = []string{"x", audience} }))
 		}, ""},

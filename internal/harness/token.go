@@ -11,6 +11,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jws"
+
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // Token describes a link token to mint. The zero value of each field takes a valid
@@ -27,7 +29,7 @@ type Token struct {
 	Lifetime time.Duration
 	// Nonce is the nonce claim; default 32 random base64url characters.
 	Nonce string
-	// Payload holds the link payload claims; default MainPayload().
+	// Payload holds the link payload claims; default testpayload.Main().
 	Payload map[string]any
 	// Header sets or overrides protected header members (typ defaults to JWT, alg to the
 	// key's, kid to the key's); a nil value removes the member.
@@ -38,43 +40,6 @@ type Token struct {
 	SignAlg string
 	// CorruptSignature flips a bit of the signature.
 	CorruptSignature bool
-}
-
-// MainPayload returns a valid main-client payload with non-ASCII names and an ssn.
-func MainPayload() map[string]any {
-	return map[string]any{
-		"employeeId":        "emp-1001",
-		"employeeUsername":  "a.ngstrom",
-		"employeeFirstname": "Åsa",
-		"employeeLastname":  "Ångström",
-		"employeeEmail":     "asa@partner.example",
-		"organizationName":  "Kliniken Öst",
-		"organizationId":    "org-42",
-		"contact": map[string]any{
-			"id":        "c-7",
-			"birthdate": "1980-02-29",
-			"ssn":       "19800229-1234",
-			"firstname": "Zoë",
-			"lastname":  "Þórsdóttir",
-			"email":     "zoe@example.org",
-		},
-		"caseId": "case-9",
-	}
-}
-
-// GoPayload returns a valid Go payload (no employee fields).
-func GoPayload() map[string]any {
-	return map[string]any{
-		"organizationName": "Kliniken Öst",
-		"organizationId":   "org-42",
-		"contact": map[string]any{
-			"id":        "c-8",
-			"firstname": "Jürgen",
-			"lastname":  "Müller-Łukasz",
-			"email":     "jurgen@example.org",
-			"ssn":       "19700101-9999",
-		},
-	}
 }
 
 // RandomNonce returns 32 random base64url characters.
@@ -101,7 +66,7 @@ func ClaimsOf(tok Token) map[string]any {
 	}
 	payload := tok.Payload
 	if payload == nil {
-		payload = MainPayload()
+		payload = testpayload.Main()
 	}
 	claims := maps.Clone(payload)
 	claims["iss"] = tok.Issuer

@@ -1,8 +1,9 @@
 // Package jwttest is the test fixture of link tokens shared by linktoken's own tests and
 // linktokentest's rejection table: one partner (issuer, audience), one set of keys made once
 // per test binary, valid main-client and Go claims issued at a fixed instant, and a signer
-// of exact header and claims text. It imports nothing of the project, so that linktoken's
-// in-package tests can use it too.
+// of exact header and claims text. The payloads are internal/testpayload's, the harness's
+// too. It imports nothing else of the project, so that linktoken's in-package tests can use
+// it.
 package jwttest
 
 import (
@@ -20,6 +21,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
+
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // The partner of the fixture: its agreed issuer and audience, and the nonce of a valid token.
@@ -171,41 +174,25 @@ func HeaderJSON(alg, kid string) string {
 	return `{"alg":"` + alg + `","typ":"JWT","kid":"` + kid + `"}`
 }
 
-// MainClaims is a valid main-client link issued at Now, with every payload field set but
-// the contact's ssn, gender, middle name and diagnosis.
+// MainClaims is a valid main-client link issued at Now: testpayload.Main with the
+// partner's registered claims.
 func MainClaims() map[string]any { return MainClaimsAt(Now) }
 
 // MainClaimsAt is MainClaims issued at another instant, for a verifier on a real clock.
-func MainClaimsAt(at time.Time) map[string]any {
-	nbf := at.Unix()
-	return map[string]any{
-		"iss": Issuer, "aud": Audience, "nbf": nbf, "iat": nbf, "exp": nbf + 300,
-		"nonce":             Nonce,
-		"employeeId":        "emp-1042",
-		"employeeUsername":  "kari.nordmann",
-		"employeeFirstname": "Åse",
-		"employeeLastname":  "Ødegård",
-		"employeeEmail":     "ase@acme.example",
-		"organizationName":  "Acme Helse AS",
-		"organizationId":    "org-77",
-		"caseId":            "case-9",
-		"contact": map[string]any{
-			"id": "c-501", "birthdate": "1980-02-29", "firstname": "Ola", "lastname": "Nordmann",
-			"mobile": "+4712345678", "email": "ola@example.org",
-		},
-	}
-}
+func MainClaimsAt(at time.Time) map[string]any { return claimsAt(at, testpayload.Main()) }
 
-// GoClaims is a valid Go link issued at Now.
+// GoClaims is a valid Go link issued at Now: testpayload.Go with the registered claims.
 func GoClaims() map[string]any { return GoClaimsAt(Now) }
 
 // GoClaimsAt is GoClaims issued at another instant.
-func GoClaimsAt(at time.Time) map[string]any {
-	c := MainClaimsAt(at)
-	for _, k := range []string{"employeeId", "employeeUsername", "employeeFirstname", "employeeLastname", "employeeEmail"} {
-		delete(c, k)
-	}
-	return c
+func GoClaimsAt(at time.Time) map[string]any { return claimsAt(at, testpayload.Go()) }
+
+// claimsAt adds the partner's registered claims, issued at at, to payload.
+func claimsAt(at time.Time, payload map[string]any) map[string]any {
+	nbf := at.Unix()
+	payload["iss"], payload["aud"], payload["nonce"] = Issuer, Audience, Nonce
+	payload["nbf"], payload["iat"], payload["exp"] = nbf, nbf, nbf+300
+	return payload
 }
 
 // ClaimsJSON marshals a claim set.

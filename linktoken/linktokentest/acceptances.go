@@ -24,7 +24,7 @@ import (
 // optional payload value (dropped), extra user data in a Go link.
 type Acceptance struct {
 	Name string
-	// Token builds the token; it signs with the keys of KeySetJSON.
+	// Token builds the token; it signs with the keys of jwttest.StandardSetJSON.
 	Token func(tb testing.TB) string
 	// Rules are the partner's rules, issuer and audience included.
 	Rules linktoken.Rules
@@ -41,18 +41,20 @@ type Acceptance struct {
 
 // Acceptances returns the accepted cases. Each call builds a fresh table; tokens are made
 // only when Token is called.
-func Acceptances() []Acceptance { return AcceptancesAt(Now) }
+func Acceptances() []Acceptance { return AcceptancesAt(jwttest.Now) }
 
 // AcceptancesAt is Acceptances with the tokens issued at another instant.
 func AcceptancesAt(at time.Time) []Acceptance {
 	mainWith := func(f func(c map[string]any)) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", jwttest.WithClaimsAt(at, f)) }
+		return func(tb testing.TB) string {
+			return jwttest.Token(tb, linktoken.RS256, "rsa-1", jwttest.WithClaimsAt(at, f))
+		}
 	}
 	goWith := func(f func(c map[string]any)) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
 			c := jwttest.GoClaimsAt(at)
 			f(c)
-			return Token(tb, linktoken.ES256, "ec-1", c)
+			return jwttest.Token(tb, linktoken.ES256, "ec-1", c)
 		}
 	}
 	contact := func(c map[string]any) map[string]any { return c["contact"].(map[string]any) }
@@ -60,10 +62,10 @@ func AcceptancesAt(at time.Time) []Acceptance {
 	withHints := func(alg, kid string, hints func(tb testing.TB) string) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
 			h := `{"alg":"` + alg + `","typ":"JWT","kid":"` + kid + `",` + hints(tb) + `}`
-			return resign(tb, h, claimsJSON(tb, jwttest.MainClaimsAt(at)), alg, kid)
+			return jwttest.Resign(tb, h, jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)), alg, kid)
 		}
 	}
-	partnerKey := func(tb testing.TB) crypto.Signer { return keys(tb).RSA }
+	partnerKey := func(tb testing.TB) crypto.Signer { return jwttest.Keys(tb).RSA }
 	cases := []Acceptance{
 		// Certificate hints (Microsoft's .NET libraries, nimbus-jose-jwt): ignored.
 		{Name: "x5t of the partner's certificate", Kind: linkspec.KindMain, Token: withHints(linktoken.RS256, "rsa-1", func(tb testing.TB) string {
@@ -77,7 +79,7 @@ func AcceptancesAt(at time.Time) []Acceptance {
 			return `"x5t":"` + h.X5t + `","x5t#S256":"` + h.X5tS256 + `","x5c":["` + h.X5c + `"]`
 		})},
 		{Name: "x5t on an ES256 token", Kind: linkspec.KindMain, Token: withHints(linktoken.ES256, "ec-1", func(tb testing.TB) string {
-			return `"x5t":"` + CertHints(tb, keys(tb).EC).X5t + `"`
+			return `"x5t":"` + CertHints(tb, jwttest.Keys(tb).EC).X5t + `"`
 		})},
 		// The hints are never read for the key: one naming another key changes nothing
 		// when the partner's key of the kid signed.
@@ -124,7 +126,7 @@ func AcceptancesAt(at time.Time) []Acceptance {
 	}
 	for i := range cases {
 		c := &cases[i]
-		c.Rules.Issuer, c.Rules.Audience = Issuer, Audience
+		c.Rules.Issuer, c.Rules.Audience = jwttest.Issuer, jwttest.Audience
 		if c.Now.IsZero() {
 			c.Now = at
 		}
@@ -157,8 +159,8 @@ func certificate(tb testing.TB, key crypto.Signer) []byte {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "partner signing key"},
-		NotBefore:    Now.Add(-time.Hour),
-		NotAfter:     Now.Add(365 * 24 * time.Hour),
+		NotBefore:    jwttest.Now.Add(-time.Hour),
+		NotAfter:     jwttest.Now.Add(365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
@@ -181,5 +183,5 @@ func CertHints(tb testing.TB, key crypto.Signer) Hints {
 	tb.Helper()
 	cert := certificate(tb, key)
 	s1, s256 := sha1.Sum(cert), sha256.Sum256(cert)
-	return Hints{Cert: cert, X5c: base64.StdEncoding.EncodeToString(cert), X5t: b64u(s1[:]), X5tS256: b64u(s256[:])}
+	return Hints{Cert: cert, X5c: base64.StdEncoding.EncodeToString(cert), X5t: jwttest.B64u(s1[:]), X5tS256: jwttest.B64u(s256[:])}
 }

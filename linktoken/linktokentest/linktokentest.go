@@ -4,7 +4,8 @@
 // through partnerkit.Check, whose verdict and explanation must agree with the gateway's.
 //
 // The cases sign with a fixed set of keys made once per test binary and are read at the
-// fixed instant Now, so that every time boundary is exact.
+// fixed instant jwttest.Now, so that every time boundary is exact. The keys, the partner and
+// the valid claims are internal/jwttest's; this package adds the cases and KeySet.
 package linktokentest
 
 import (
@@ -16,57 +17,15 @@ import (
 	"github.com/partnergate/partnergate/linktoken"
 )
 
-// The partner of every case: its agreed issuer and audience, and the nonce of a valid token.
-const (
-	Issuer   = jwttest.Issuer
-	Audience = jwttest.Audience
-	Nonce    = jwttest.Nonce
-)
-
-// Now is the instant a valid token of the cases is issued at.
-var Now = jwttest.Now
-
-// KeySetJSON is the partner's published jwks.json: kid "rsa-1" (RSA, no alg member),
-// "rsa-rs" (RSA, alg RS256), "ec-1" (EC P-256, no alg) and "ec-es" (EC P-256, alg ES256).
-func KeySetJSON(tb testing.TB) []byte { return jwttest.StandardSetJSON(tb) }
-
-// KeySet is KeySetJSON parsed as the gateway parses it.
+// KeySet is jwttest.StandardSetJSON, the partner's published jwks.json that every case
+// signs with, parsed as the gateway parses it.
 func KeySet(tb testing.TB) *linktoken.KeySet {
 	tb.Helper()
-	s, err := linktoken.ParseKeySet(KeySetJSON(tb))
+	s, err := linktoken.ParseKeySet(jwttest.StandardSetJSON(tb))
 	if err != nil {
 		tb.Fatalf("ParseKeySet(standard set) = %v", err)
 	}
 	return s
-}
-
-// MainClaims is a valid main-client link issued at Now.
-func MainClaims() map[string]any { return jwttest.MainClaims() }
-
-// GoClaims is a valid Go link issued at Now.
-func GoClaims() map[string]any { return jwttest.GoClaims() }
-
-// Token signs claims with the standard key of kid under alg, with a regular header.
-func Token(tb testing.TB, alg, kid string, c map[string]any) string {
-	tb.Helper()
-	return jwttest.Token(tb, alg, kid, c)
-}
-
-// The fixture's helpers under the names the case table uses.
-var (
-	keys       = jwttest.Keys
-	b64u       = jwttest.B64u
-	signRaw    = jwttest.SignRaw
-	kidFor     = jwttest.KidFor
-	headerJSON = jwttest.HeaderJSON
-	claimsJSON = jwttest.ClaimsJSON
-	resign     = jwttest.Resign
-)
-
-// jwkJSON is the public JWK of key with kid and, when alg is not "", alg.
-func jwkJSON(tb testing.TB, key any, kid, alg string) map[string]any {
-	tb.Helper()
-	return jwttest.JWK(tb, key, kid, alg, nil)
 }
 
 // CaddyfileLines are the lines of a Caddyfile partner block that give a partner the rules r

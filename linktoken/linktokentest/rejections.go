@@ -22,7 +22,7 @@ import (
 // Rejection is one token that the gateway's verifier must refuse with the code Want.
 type Rejection struct {
 	Name string
-	// Token builds the token; it signs with the keys of KeySetJSON.
+	// Token builds the token; it signs with the keys of jwttest.StandardSetJSON.
 	Token func(tb testing.TB) string
 	// Rules are the partner's rules, issuer and audience included.
 	Rules linktoken.Rules
@@ -38,7 +38,7 @@ type Rejection struct {
 // Rejections returns every rejection case of the gateway's verifier: framing, header,
 // signature and claim rules, in the order the verifier applies them. Each call builds a
 // fresh table; tokens are made only when Token is called.
-func Rejections() []Rejection { return RejectionsAt(Now) }
+func Rejections() []Rejection { return RejectionsAt(jwttest.Now) }
 
 // RejectionsAt is Rejections with the valid token issued at another instant: a case's Now
 // keeps its offset from the issue instant, so a verifier on a real clock (the running
@@ -50,7 +50,7 @@ func RejectionsAt(at time.Time) []Rejection {
 	}
 	for i := range all {
 		c := &all[i]
-		c.Rules.Issuer, c.Rules.Audience = Issuer, Audience
+		c.Rules.Issuer, c.Rules.Audience = jwttest.Issuer, jwttest.Audience
 		if c.Now.IsZero() {
 			c.Now = at
 		}
@@ -59,7 +59,9 @@ func RejectionsAt(at time.Time) []Rejection {
 }
 
 func framingCases(at time.Time) []Rejection {
-	valid := func(tb testing.TB) string { return Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at)) }
+	valid := func(tb testing.TB) string {
+		return jwttest.Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at))
+	}
 	edit := func(f func(tok string) string) func(tb testing.TB) string {
 		return func(tb testing.TB) string { return f(valid(tb)) }
 	}
@@ -100,20 +102,20 @@ func framingCases(at time.Time) []Rejection {
 			return `{"payload":"` + s[1] + `","signatures":[{"protected":"` + s[0] + `","signature":"` + s[2] + `"},{"protected":"` + s[0] + `","signature":"` + s[2] + `"}]}`
 		}), Want: problem.CodeTokenMalformed},
 		{Name: "JWE compact", Token: func(tb testing.TB) string {
-			h := b64u([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","typ":"JWT","kid":"rsa-1"}`))
+			h := jwttest.B64u([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","typ":"JWT","kid":"rsa-1"}`))
 			return h + ".AAAA.AAAAAAAAAAAAAAAA.AAAA.AAAAAAAAAAAAAAAAAAAAAA"
 		}, Want: problem.CodeTokenMalformed},
 		{Name: "header not JSON", Token: func(tb testing.TB) string {
-			return b64u([]byte("alg RS256")) + "." + seg(valid(tb))[1] + "." + seg(valid(tb))[2]
+			return jwttest.B64u([]byte("alg RS256")) + "." + seg(valid(tb))[1] + "." + seg(valid(tb))[2]
 		}, Want: problem.CodeTokenMalformed},
 		{Name: "header null", Token: func(tb testing.TB) string {
-			return resign(tb, `null`, claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
+			return jwttest.Resign(tb, `null`, jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: problem.CodeTokenMalformed},
 		{Name: "header JSON array", Token: func(tb testing.TB) string {
-			return resign(tb, `["RS256","JWT"]`, claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
+			return jwttest.Resign(tb, `["RS256","JWT"]`, jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: problem.CodeTokenMalformed},
 		{Name: "header invalid UTF-8", Token: func(tb testing.TB) string {
-			return resign(tb, "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa-1\",\"x\":\"\xff\"}", claimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
+			return jwttest.Resign(tb, "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa-1\",\"x\":\"\xff\"}", jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)), linktoken.RS256, "rsa-1")
 		}, Want: problem.CodeTokenMalformed},
 	}
 }
@@ -121,27 +123,27 @@ func framingCases(at time.Time) []Rejection {
 const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 func headerCases(at time.Time) []Rejection {
-	claims := func(tb testing.TB) string { return claimsJSON(tb, jwttest.MainClaimsAt(at)) }
+	claims := func(tb testing.TB) string { return jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)) }
 	withHeader := func(header, alg, kid string) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return resign(tb, header, claims(tb), alg, kid) }
+		return func(tb testing.TB) string { return jwttest.Resign(tb, header, claims(tb), alg, kid) }
 	}
 	// unsigned builds header.claims.signature with a signature the key never made, for
 	// headers whose alg jwx would not even sign with.
 	unsigned := func(header string, sig []byte) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			return b64u([]byte(header)) + "." + b64u([]byte(claims(tb))) + "." + b64u(sig)
+			return jwttest.B64u([]byte(header)) + "." + jwttest.B64u([]byte(claims(tb))) + "." + jwttest.B64u(sig)
 		}
 	}
 	hs256 := func(alg string, secret []byte) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			input := b64u([]byte(`{"alg":"`+alg+`","typ":"JWT","kid":"rsa-1"}`)) + "." + b64u([]byte(claims(tb)))
+			input := jwttest.B64u([]byte(`{"alg":"`+alg+`","typ":"JWT","kid":"rsa-1"}`)) + "." + jwttest.B64u([]byte(claims(tb)))
 			m := hmac.New(sha256.New, secret)
 			m.Write([]byte(input))
-			return input + "." + b64u(m.Sum(nil))
+			return input + "." + jwttest.B64u(m.Sum(nil))
 		}
 	}
 	pubDER := func(tb testing.TB) []byte {
-		der, err := x509.MarshalPKIXPublicKey(&keys(tb).RSA.PublicKey)
+		der, err := x509.MarshalPKIXPublicKey(&jwttest.Keys(tb).RSA.PublicKey)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -179,30 +181,30 @@ func headerCases(at time.Time) []Rejection {
 		}), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "HS256 with public key DER as secret", Token: hsWith(pubDER), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "HS256 with public JWK JSON as secret", Token: hsWith(func(tb testing.TB) []byte {
-			data, _ := json.Marshal(jwkJSON(tb, &keys(tb).RSA.PublicKey, "rsa-1", ""))
+			data, _ := json.Marshal(jwttest.JWK(tb, &jwttest.Keys(tb).RSA.PublicKey, "rsa-1", "", nil))
 			return data
 		}), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "HS384", Token: hs256("HS384", []byte("secret")), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "HS512", Token: hs256("HS512", []byte("secret")), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "alg outside the partner's set", Rules: linktoken.Rules{Algorithms: []string{linktoken.ES256}},
-			Token: withHeader(headerJSON(linktoken.RS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeAlgorithmNotAllowed},
+			Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "kid missing", Token: withHeader(`{"alg":"RS256","typ":"JWT"}`, linktoken.RS256, "rsa-1"), Want: problem.CodeKeyIDMissing},
 		{Name: "kid empty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":""}`, linktoken.RS256, "rsa-1"), Want: problem.CodeKeyIDMissing},
 		{Name: "kid number", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":1}`, linktoken.RS256, "rsa-1"), Want: problem.CodeHeaderInvalid},
-		{Name: "kid unknown", Token: withHeader(headerJSON(linktoken.RS256, "rsa-9"), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"rsa-9"}},
-		{Name: "kid path traversal", Token: withHeader(headerJSON(linktoken.RS256, "../../../etc/passwd"), linktoken.RS256, "rsa-1"),
+		{Name: "kid unknown", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, "rsa-9"), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"rsa-9"}},
+		{Name: "kid path traversal", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, "../../../etc/passwd"), linktoken.RS256, "rsa-1"),
 			Want: problem.CodeKeyUnknown, Secrets: []string{"passwd"}},
-		{Name: "kid SQL", Token: withHeader(headerJSON(linktoken.RS256, `x' OR '1'='1`), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"OR"}},
-		{Name: "kid shell", Token: withHeader(headerJSON(linktoken.RS256, "$(reboot);`id`"), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"reboot"}},
-		{Name: "kid huge", Token: withHeader(headerJSON(linktoken.RS256, strings.Repeat("k", 4000)), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"kkkk"}},
-		{Name: "kid of another key type, RS256 on EC key", Token: withHeader(headerJSON(linktoken.RS256, "ec-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeAlgorithmNotAllowed},
-		{Name: "kid of another key type, ES256 on RSA key", Token: withHeader(headerJSON(linktoken.ES256, "rsa-1"), linktoken.ES256, "ec-1"), Want: problem.CodeAlgorithmNotAllowed},
-		{Name: "PS256 header on a key with alg RS256", Token: withHeader(headerJSON(linktoken.PS256, "rsa-rs"), linktoken.PS256, "rsa-rs"), Want: problem.CodeAlgorithmNotAllowed},
+		{Name: "kid SQL", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, `x' OR '1'='1`), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"OR"}},
+		{Name: "kid shell", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, "$(reboot);`id`"), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"reboot"}},
+		{Name: "kid huge", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, strings.Repeat("k", 4000)), linktoken.RS256, "rsa-1"), Want: problem.CodeKeyUnknown, Secrets: []string{"kkkk"}},
+		{Name: "kid of another key type, RS256 on EC key", Token: withHeader(jwttest.HeaderJSON(linktoken.RS256, "ec-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeAlgorithmNotAllowed},
+		{Name: "kid of another key type, ES256 on RSA key", Token: withHeader(jwttest.HeaderJSON(linktoken.ES256, "rsa-1"), linktoken.ES256, "ec-1"), Want: problem.CodeAlgorithmNotAllowed},
+		{Name: "PS256 header on a key with alg RS256", Token: withHeader(jwttest.HeaderJSON(linktoken.PS256, "rsa-rs"), linktoken.PS256, "rsa-rs"), Want: problem.CodeAlgorithmNotAllowed},
 		{Name: "RS256 header, PS256 signature", Token: func(tb testing.TB) string {
-			tok := resign(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.PS256, "rsa-1")
+			tok := jwttest.Resign(tb, jwttest.HeaderJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.PS256, "rsa-1")
 			return tok
 		}, Want: problem.CodeSignatureInvalid},
-		{Name: "PS256 header, RS256 signature", Token: withHeader(headerJSON(linktoken.PS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeSignatureInvalid},
+		{Name: "PS256 header, RS256 signature", Token: withHeader(jwttest.HeaderJSON(linktoken.PS256, "rsa-1"), linktoken.RS256, "rsa-1"), Want: problem.CodeSignatureInvalid},
 	}
 	// Members that change how the token is processed or where its key comes from: refused
 	// whatever their value. (x5c, x5t and x5t#S256 are accepted hints, see Acceptances;
@@ -230,13 +232,13 @@ func headerCases(at time.Time) []Rejection {
 	}
 	cases = append(cases,
 		Rejection{Name: "embedded attacker jwk", Token: func(tb testing.TB) string {
-			k := keys(tb)
-			j, _ := json.Marshal(jwkJSON(tb, &k.RSA2.PublicKey, "rsa-1", ""))
-			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","jwk":`+string(j)+`}`, claims(tb), linktoken.RS256, "rsa-rs")
+			k := jwttest.Keys(tb)
+			j, _ := json.Marshal(jwttest.JWK(tb, &k.RSA2.PublicKey, "rsa-1", "", nil))
+			return jwttest.Resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","jwk":`+string(j)+`}`, claims(tb), linktoken.RS256, "rsa-rs")
 		}, Want: problem.CodeHeaderInvalid},
 		Rejection{Name: "nested JWT cty", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","cty":"JWT"}`, linktoken.RS256, "rsa-1"), Want: problem.CodeHeaderInvalid},
 		Rejection{Name: "jku beside accepted hints", Token: func(tb testing.TB) string {
-			return resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","x5t":"`+CertHints(tb, keys(tb).RSA).X5t+`","jku":"https://evil.example/jwks.json"}`, claims(tb), linktoken.RS256, "rsa-1")
+			return jwttest.Resign(tb, `{"alg":"RS256","typ":"JWT","kid":"rsa-1","x5t":"`+CertHints(tb, jwttest.Keys(tb).RSA).X5t+`","jku":"https://evil.example/jwks.json"}`, claims(tb), linktoken.RS256, "rsa-1")
 		}, Want: problem.CodeHeaderInvalid, Secrets: []string{"evil"}},
 		// The hints never choose the key: a token that carries the certificate of another
 		// key (and its thumbprints) and is signed by that key is verified with the
@@ -245,12 +247,12 @@ func headerCases(at time.Time) []Rejection {
 			other := AttackerKey(tb)
 			hints := CertHints(tb, other)
 			h := `{"alg":"RS256","typ":"JWT","kid":"rsa-1","x5c":["` + hints.X5c + `"],"x5t":"` + hints.X5t + `","x5t#S256":"` + hints.X5tS256 + `"}`
-			return signRaw(tb, h, claims(tb), linktoken.RS256, other)
+			return jwttest.SignRaw(tb, h, claims(tb), linktoken.RS256, other)
 		}, Want: problem.CodeSignatureInvalid},
 		Rejection{Name: "x5c of another key, signed by it, kid unknown", Token: func(tb testing.TB) string {
 			other := AttackerKey(tb)
 			h := `{"alg":"RS256","typ":"JWT","kid":"attacker","x5c":["` + CertHints(tb, other).X5c + `"]}`
-			return signRaw(tb, h, claims(tb), linktoken.RS256, other)
+			return jwttest.SignRaw(tb, h, claims(tb), linktoken.RS256, other)
 		}, Want: problem.CodeKeyUnknown},
 		Rejection{Name: "crit with b64 false", Token: withHeader(`{"alg":"RS256","typ":"JWT","kid":"rsa-1","b64":false,"crit":["b64"]}`, linktoken.RS256, "rsa-1"), Want: problem.CodeHeaderInvalid},
 	)
@@ -258,16 +260,16 @@ func headerCases(at time.Time) []Rejection {
 }
 
 func signatureCases(at time.Time) []Rejection {
-	claims := func(tb testing.TB) string { return claimsJSON(tb, jwttest.MainClaimsAt(at)) }
+	claims := func(tb testing.TB) string { return jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at)) }
 	replaceSig := func(alg string, f func(tb testing.TB, sig []byte) []byte) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			tok := resign(tb, headerJSON(alg, kidFor(alg)), claims(tb), alg, kidFor(alg))
+			tok := jwttest.Resign(tb, jwttest.HeaderJSON(alg, jwttest.KidFor(alg)), claims(tb), alg, jwttest.KidFor(alg))
 			s := strings.Split(tok, ".")
 			sig, err := base64.RawURLEncoding.DecodeString(s[2])
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return s[0] + "." + s[1] + "." + b64u(f(tb, sig))
+			return s[0] + "." + s[1] + "." + jwttest.B64u(f(tb, sig))
 		}
 	}
 	n := elliptic.P256().Params().N
@@ -299,13 +301,13 @@ func signatureCases(at time.Time) []Rejection {
 			// integer is the same, the encoding is not the modulus's length.
 			for i := 0; i < 5000; i++ {
 				c := jwttest.MainClaimsAt(at)
-				c["nonce"] = Nonce + strings.Repeat("x", i%50) + string(rune('a'+i%26))
+				c["nonce"] = jwttest.Nonce + strings.Repeat("x", i%50) + string(rune('a'+i%26))
 				c["caseId"] = "case-" + big.NewInt(int64(i)).String()
-				tok := Token(tb, linktoken.RS256, "rsa-1", c)
+				tok := jwttest.Token(tb, linktoken.RS256, "rsa-1", c)
 				s := strings.Split(tok, ".")
 				sig, _ := base64.RawURLEncoding.DecodeString(s[2])
 				if sig[0] == 0 {
-					return s[0] + "." + s[1] + "." + b64u(sig[1:])
+					return s[0] + "." + s[1] + "." + jwttest.B64u(sig[1:])
 				}
 			}
 			tb.Fatal("no signature with a leading zero in 5000 tries")
@@ -314,21 +316,21 @@ func signatureCases(at time.Time) []Rejection {
 		{Name: "PS256 flipped bit", Token: replaceSig(linktoken.PS256, func(tb testing.TB, sig []byte) []byte { sig[100] ^= 0x80; return sig }), Want: problem.CodeSignatureInvalid},
 		{Name: "RS256 all zero", Token: replaceSig(linktoken.RS256, func(tb testing.TB, sig []byte) []byte { return make([]byte, len(sig)) }), Want: problem.CodeSignatureInvalid},
 		{Name: "claims changed after signing", Token: func(tb testing.TB) string {
-			tok := Token(tb, linktoken.ES256, "ec-1", jwttest.MainClaimsAt(at))
+			tok := jwttest.Token(tb, linktoken.ES256, "ec-1", jwttest.MainClaimsAt(at))
 			s := strings.Split(tok, ".")
 			c := jwttest.MainClaimsAt(at)
 			c["employeeId"] = "admin"
-			return s[0] + "." + b64u([]byte(claimsJSON(tb, c))) + "." + s[2]
+			return s[0] + "." + jwttest.B64u([]byte(jwttest.ClaimsJSON(tb, c))) + "." + s[2]
 		}, Want: problem.CodeSignatureInvalid},
 		{Name: "signed by another key with the same kid", Token: func(tb testing.TB) string {
-			return signRaw(tb, headerJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.RS256, keys(tb).RSA2)
+			return jwttest.SignRaw(tb, jwttest.HeaderJSON(linktoken.RS256, "rsa-1"), claims(tb), linktoken.RS256, jwttest.Keys(tb).RSA2)
 		}, Want: problem.CodeSignatureInvalid},
 		{Name: "ES256 signed by another EC key with the same kid", Token: func(tb testing.TB) string {
-			return signRaw(tb, headerJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, keys(tb).EC2)
+			return jwttest.SignRaw(tb, jwttest.HeaderJSON(linktoken.ES256, "ec-1"), claims(tb), linktoken.ES256, jwttest.Keys(tb).EC2)
 		}, Want: problem.CodeSignatureInvalid},
 		{Name: "RS256 with a signature of other claims", Token: func(tb testing.TB) string {
-			a := strings.Split(Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at)), ".")
-			b := strings.Split(Token(tb, linktoken.RS256, "rsa-1", jwttest.GoClaimsAt(at)), ".")
+			a := strings.Split(jwttest.Token(tb, linktoken.RS256, "rsa-1", jwttest.MainClaimsAt(at)), ".")
+			b := strings.Split(jwttest.Token(tb, linktoken.RS256, "rsa-1", jwttest.GoClaimsAt(at)), ".")
 			return a[0] + "." + a[1] + "." + b[2]
 		}, Want: problem.CodeSignatureInvalid},
 	}
@@ -350,17 +352,19 @@ func derSignature(r, s *big.Int) []byte {
 }
 
 func claimCases(at time.Time) []Rejection {
-	header := headerJSON(linktoken.ES256, "ec-1")
+	header := jwttest.HeaderJSON(linktoken.ES256, "ec-1")
 	raw := func(claims string) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return resign(tb, header, claims, linktoken.ES256, "ec-1") }
+		return func(tb testing.TB) string { return jwttest.Resign(tb, header, claims, linktoken.ES256, "ec-1") }
 	}
 	member := func(name, value string) func(tb testing.TB) string {
 		return func(tb testing.TB) string {
-			return resign(tb, header, jwttest.RawClaimsAt(tb, at, name, value), linktoken.ES256, "ec-1")
+			return jwttest.Resign(tb, header, jwttest.RawClaimsAt(tb, at, name, value), linktoken.ES256, "ec-1")
 		}
 	}
 	with := func(f func(c map[string]any)) func(tb testing.TB) string {
-		return func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", jwttest.WithClaimsAt(at, f)) }
+		return func(tb testing.TB) string {
+			return jwttest.Token(tb, linktoken.ES256, "ec-1", jwttest.WithClaimsAt(at, f))
+		}
 	}
 	rename := func(from, to string) func(tb testing.TB) string {
 		return with(func(c map[string]any) { c[to] = c[from]; delete(c, from) })
@@ -374,13 +378,13 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "claims null", Token: raw(`null`), Want: problem.CodeClaimsInvalid},
 		{Name: "claims empty object", Token: raw(`{}`), Want: problem.CodeIssuerInvalid},
 		{Name: "claims trailing data", Token: func(tb testing.TB) string {
-			return resign(tb, header, claimsJSON(tb, jwttest.MainClaimsAt(at))+`{}`, linktoken.ES256, "ec-1")
+			return jwttest.Resign(tb, header, jwttest.ClaimsJSON(tb, jwttest.MainClaimsAt(at))+`{}`, linktoken.ES256, "ec-1")
 		}, Want: problem.CodeClaimsInvalid},
 		{Name: "claims invalid UTF-8", Token: func(tb testing.TB) string {
-			return resign(tb, header, jwttest.RawClaimsAt(tb, at, "note", "\"\xc3\x28\""), linktoken.ES256, "ec-1")
+			return jwttest.Resign(tb, header, jwttest.RawClaimsAt(tb, at, "note", "\"\xc3\x28\""), linktoken.ES256, "ec-1")
 		}, Want: problem.CodeClaimsInvalid},
 		{Name: "duplicate nonce", Token: func(tb testing.TB) string {
-			return resign(tb, header, jwttest.RawClaimsAt(tb, at, "nonce", `"`+Nonce+`","nonce":"`+Nonce+`2"`), linktoken.ES256, "ec-1")
+			return jwttest.Resign(tb, header, jwttest.RawClaimsAt(tb, at, "nonce", `"`+jwttest.Nonce+`","nonce":"`+jwttest.Nonce+`2"`), linktoken.ES256, "ec-1")
 		}, Want: problem.CodeClaimsInvalid},
 		{Name: "duplicate exp", Token: member("exp", `9999999999,"exp":1`), Want: problem.CodeClaimsInvalid},
 		{Name: "duplicate employeeId", Token: member("employeeId", `"a","employeeId":"b"`), Want: problem.CodeClaimsInvalid},
@@ -422,14 +426,14 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "aud null", Token: member("aud", `null`), Want: problem.CodeClaimsInvalid},
 		{Name: "aud prefix", Token: member("aud", `"svc-link2"`), Want: problem.CodeAudienceInvalid},
 		{Name: "iss as array", Token: member("iss", `["https://acme.example"]`), Want: problem.CodeClaimsInvalid},
-		{Name: "nonce as object", Token: member("nonce", `{"v":"`+Nonce+`"}`), Want: problem.CodeNonceInvalid},
+		{Name: "nonce as object", Token: member("nonce", `{"v":"`+jwttest.Nonce+`"}`), Want: problem.CodeNonceInvalid},
 		{Name: "nonce as number", Token: member("nonce", `12345678901234567890`), Want: problem.CodeNonceInvalid},
 		{Name: "employeeId as number", Token: member("employeeId", `1042`), Want: problem.CodePayloadInvalid, Field: "employeeId"},
 		{Name: "contact as string", Token: member("contact", `"Ola"`), Want: problem.CodePayloadInvalid, Field: "contact"},
 		{Name: "contact firstname as number", Token: member("contact", `{"id":"c","firstname":7,"lastname":"L"}`), Want: problem.CodePayloadInvalid, Field: "contact.firstname"},
 		{Name: "iss other", Token: with(func(c map[string]any) { c["iss"] = "https://evil.example" }), Want: problem.CodeIssuerInvalid, Secrets: []string{"evil"}},
 		{Name: "iss other case", Token: with(func(c map[string]any) { c["iss"] = "https://ACME.example" }), Want: problem.CodeIssuerInvalid},
-		{Name: "iss trailing slash", Token: with(func(c map[string]any) { c["iss"] = Issuer + "/" }), Want: problem.CodeIssuerInvalid},
+		{Name: "iss trailing slash", Token: with(func(c map[string]any) { c["iss"] = jwttest.Issuer + "/" }), Want: problem.CodeIssuerInvalid},
 		{Name: "iss missing", Token: with(func(c map[string]any) { delete(c, "iss") }), Want: problem.CodeIssuerInvalid},
 		{Name: "aud other", Token: with(func(c map[string]any) { c["aud"] = "svc-other" }), Want: problem.CodeAudienceInvalid},
 		{Name: "aud array without it", Token: with(func(c map[string]any) { c["aud"] = []string{"a", "b"} }), Want: problem.CodeAudienceInvalid},
@@ -466,7 +470,7 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "main link to a go-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindGo}},
 			Token: with(func(c map[string]any) {}), Want: problem.CodeKindNotAllowed},
 		{Name: "go link to a main-only partner", Rules: linktoken.Rules{Kinds: []linkspec.Kind{linkspec.KindMain}},
-			Token: func(tb testing.TB) string { return Token(tb, linktoken.ES256, "ec-1", jwttest.GoClaimsAt(at)) }, Want: problem.CodeKindNotAllowed},
+			Token: func(tb testing.TB) string { return jwttest.Token(tb, linktoken.ES256, "ec-1", jwttest.GoClaimsAt(at)) }, Want: problem.CodeKindNotAllowed},
 		{Name: "organizationId missing", Token: with(func(c map[string]any) { delete(c, "organizationId") }), Want: problem.CodePayloadInvalid, Field: "organizationId"},
 		// A malformed optional value (birthdate "1981-02-29" among them) is dropped, not
 		// refused: see Acceptances. Required fields stay strict.
@@ -476,7 +480,7 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "go link with a malformed contact email (required there)", Token: func(tb testing.TB) string {
 			c := jwttest.GoClaimsAt(at)
 			c["contact"].(map[string]any)["email"] = "ola at example.org"
-			return Token(tb, linktoken.ES256, "ec-1", c)
+			return jwttest.Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: problem.CodePayloadInvalid, Field: "contact.email"},
 		// A main-client link that lost employeeId is a broken main link, not a Go link.
 		{Name: "main link without employeeId", Token: with(func(c map[string]any) { delete(c, "employeeId") }),
@@ -484,7 +488,7 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "main link with only employeeLastname", Token: func(tb testing.TB) string {
 			c := jwttest.GoClaimsAt(at)
 			c["employeeLastname"] = "Ødegård"
-			return Token(tb, linktoken.ES256, "ec-1", c)
+			return jwttest.Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: problem.CodePayloadInvalid, Field: "employeeId"},
 		{Name: "main link with a blank employeeId", Token: with(func(c map[string]any) { c["employeeId"] = " " }),
 			Want: problem.CodePayloadInvalid, Field: "employeeId"},
@@ -495,7 +499,7 @@ func claimCases(at time.Time) []Rejection {
 		{Name: "go link without contact email", Token: func(tb testing.TB) string {
 			c := jwttest.GoClaimsAt(at)
 			delete(c["contact"].(map[string]any), "email")
-			return Token(tb, linktoken.ES256, "ec-1", c)
+			return jwttest.Token(tb, linktoken.ES256, "ec-1", c)
 		}, Want: problem.CodePayloadInvalid, Field: "contact.email"},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )
 
@@ -52,7 +53,7 @@ func TestDocumentedWWWAuthenticateOn401(t *testing.T) {
 		// other refusals: no challenge
 		{"malformed", "demo", func() string { return "not a token" }, 400, "token_malformed"},
 		{"kind not allowed", "mainonly", func() string {
-			return f.token(t, "ES256", harness.Token{Audience: "aud-mainonly", Payload: harness.GoPayload()})
+			return f.token(t, "ES256", harness.Token{Audience: "aud-mainonly", Payload: testpayload.Go()})
 		}, 403, "kind_not_allowed"},
 	}
 	for _, endpoint := range []string{"url", "payload"} {

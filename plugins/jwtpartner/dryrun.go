@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
 
-	"github.com/partnergate/partnergate/partnerkit"
+	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -39,7 +39,7 @@ const dryRunNonceDetail = "not checked by a dry run, which neither looks up nor 
 
 // DryRun turns on a partner's dry run: POST /partner/{name}/check takes a token as /url
 // does (Content-Type text/plain, the compact token) and answers, as JSON, the rule-by-rule
-// report that `partnerlink check --json` prints (partnerkit.Report), from this gateway's
+// report that `partnerlink check --json` prints (linktoken.Report), from this gateway's
 // rules, keys and clock. It never forwards, never sets the forwarding headers and never
 // reads or claims the nonce, so the token still works once afterwards.
 //
@@ -131,7 +131,7 @@ func (h *Handler) dryRunPartner(r *http.Request) *partnerState {
 // dryRun checks the token of a dry run request and returns its report, or the request's
 // rejection (method, rate, body). The token is traced with the partner's own verifier and
 // keys, as /url would verify it; nothing is claimed, forwarded or set for the upstream.
-func (h *Handler) dryRun(r *http.Request, rq *request, ps *partnerState) (*partnerkit.Report, *rejection) {
+func (h *Handler) dryRun(r *http.Request, rq *request, ps *partnerState) (*linktoken.Report, *rejection) {
 	rq.partner, rq.endpoint = ps.name, endpointCheck
 	if r.Method != http.MethodPost {
 		return nil, reject(problem.CodeMethodNotAllowed, "the dry run is sent with POST")
@@ -154,14 +154,14 @@ func (h *Handler) dryRun(r *http.Request, rq *request, ps *partnerState) (*partn
 	if rej != nil {
 		return nil, rej
 	}
-	rep := partnerkit.TraceReport(ps.verifier.Trace(r.Context(), token, ps.keys), dryRunNonceDetail)
+	rep := ps.verifier.Trace(r.Context(), token, ps.keys).Report(dryRunNonceDetail)
 	rep.RequestID = rq.requestID
 	return rep, nil
 }
 
 // writeDryRun answers a dry run's report, 200 whatever its verdict (the dry run worked),
 // logs it and counts it as its own outcome.
-func (h *Handler) writeDryRun(w http.ResponseWriter, rq *request, rep *partnerkit.Report) error {
+func (h *Handler) writeDryRun(w http.ResponseWriter, rq *request, rep *linktoken.Report) error {
 	h.logDryRun(rq, rep)
 	h.metrics.request(rq.partnerLabel(), rq.endpointLabel(), outcomeDryRun)
 	body, err := json.Marshal(rep)
@@ -180,20 +180,16 @@ func (h *Handler) writeDryRun(w http.ResponseWriter, rq *request, rep *partnerki
 // logDryRun writes a dry run's one log line, at info: a dry run is rare, and an operator
 // should see that one is being used. It names the verdict and the code, never the token,
 // its nonce or a payload value.
-func (h *Handler) logDryRun(rq *request, rep *partnerkit.Report) {
+func (h *Handler) logDryRun(rq *request, rep *linktoken.Report) {
 	c := h.logger.Check(zapcore.InfoLevel, "partner link dry run")
 	if c == nil {
 		return
-	}
-	verdict := partnerkit.VerdictRejected
-	if rep.Accepted {
-		verdict = partnerkit.VerdictAccepted
 	}
 	c.Write(
 		zap.String("partner", rq.partner),
 		zap.String("endpoint", rq.endpoint),
 		zap.String("outcome", outcomeDryRun),
-		zap.String("verdict", verdict),
+		zap.String("verdict", rep.Verdict()),
 		zap.String("code", string(rep.Code)),
 		zap.String("kind", string(rep.Kind)),
 		zap.Duration("duration", time.Since(rq.start)),

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linktoken"
 	"github.com/partnergate/partnergate/partnerkit"
 )
@@ -164,7 +165,7 @@ func TestDryRunAnswersTheCheckReport(t *testing.T) {
 		code     string
 		status   int
 	}{
-		{"valid", f.token(t, "ES256", harness.Token{Payload: harness.GoPayload()}), true, "", 0},
+		{"valid", f.token(t, "ES256", harness.Token{Payload: testpayload.Go()}), true, "", 0},
 		{"wrong audience", f.token(t, "RS256", harness.Token{Audience: "someone-else"}), false, "audience_invalid", 401},
 		{"expired", f.token(t, "PS256", harness.Token{Now: f.now.Add(-10 * time.Minute)}), false, "token_expired", 401},
 		{"garbage", "garbage", false, "token_malformed", 400},

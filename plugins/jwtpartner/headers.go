@@ -287,18 +287,3 @@ func stripConnectionTokens(hdr http.Header, prefix string) {
 	}
 	hdr.Set("Connection", strings.Join(keep, ", "))
 }
-
-// validHeaderPrefix reports whether p is usable as a header name prefix: a token of
-// letters, digits and '-'.
-func validHeaderPrefix(p string) bool {
-	if p == "" {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/linktoken"
-	"github.com/partnergate/partnergate/partnerkit"
 	"github.com/partnergate/partnergate/plugins/nonce"
 )
 
@@ -164,6 +163,9 @@ type Handler struct {
 	logger   *zap.Logger
 	metrics  *metrics
 	now      func() time.Time
+	// afterFunc runs f after d and returns what stops it: time.AfterFunc's, replaced in
+	// tests as now is.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 
 	// fieldHeaders says, per linkspec.Fields index, whether the field is forwarded as a
 	// header of its own (FieldHeaders resolved).
@@ -279,6 +281,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if h.afterFunc == nil {
+		h.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
 	if h.MaxBodySize == 0 {
 		h.MaxBodySize = DefaultMaxBodySize
 	}
@@ -354,6 +359,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // Caddy cleans up the nonce store itself.
 func (h *Handler) Cleanup() error {
 	h.unregisterReady()
+	h.flushUnknownKids()
 	return h.releaseKeyCaches()
 }
 
@@ -441,7 +447,7 @@ func checkErrorsMode(mode string) error {
 // checkHeaderPrefix checks a header_prefix: the start of a header name, so that the
 // forwarded headers are names and the namespace cleared of client headers is the one set.
 func checkHeaderPrefix(prefix string) error {
-	if !validHeaderPrefix(prefix) {
+	if !linkspec.ValidHeaderPrefix(prefix) {
 		return fmt.Errorf("header_prefix %q: want a header name prefix of letters, digits and '-', such as X-Partner-", prefix)
 	}
 	return nil
@@ -467,7 +473,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	rc := http.NewResponseController(w)
 	deadline := h.ReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(time.Duration(h.ReadTimeout))) == nil
 	var rej *rejection
-	var report *partnerkit.Report
+	var report *linktoken.Report
 	if ps := h.dryRunPartner(r); ps != nil {
 		report, rej = h.dryRun(r, rq, ps)
 	} else {

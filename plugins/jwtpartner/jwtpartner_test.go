@@ -24,6 +24,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/benchcpu"
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/plugins/nonce"
 	"github.com/partnergate/partnergate/problem"
@@ -183,9 +184,9 @@ func TestServeHTTPForwardsValidLinks(t *testing.T) {
 		for _, kind := range []string{"main", "go"} {
 			for _, endpoint := range []string{"url", "payload"} {
 				t.Run(alg+"/"+kind+"/"+endpoint, func(t *testing.T) {
-					payload := harness.MainPayload()
+					payload := testpayload.Main()
 					if kind == "go" {
-						payload = harness.GoPayload()
+						payload = testpayload.Go()
 					}
 					tok := f.token(t, alg, harness.Token{Payload: payload})
 					var r *http.Request
@@ -373,7 +374,7 @@ func TestServeHTTPRejections(t *testing.T) {
 			return urlRequest("demo", f.token(t, "RS256", harness.Token{Claims: map[string]any{"nonce": nil}}))
 		}, 400, "nonce_missing"},
 		{"invalid payload", func() *http.Request {
-			p := harness.MainPayload()
+			p := testpayload.Main()
 			p["employeeFirstname"] = ""
 			return urlRequest("demo", f.token(t, "RS256", harness.Token{Payload: p}))
 		}, 400, "payload_invalid"},
@@ -517,11 +518,11 @@ func TestServeHTTPHandleErrorsMode(t *testing.T) {
 
 func TestServeHTTPKindLimit(t *testing.T) {
 	f := newFixture(t, func(h *Handler) { h.Partners["demo"].Kinds = []string{"go"} })
-	w, next, _, _ := f.serve(urlRequest("demo", f.token(t, "RS256", harness.Token{Payload: harness.MainPayload()})))
+	w, next, _, _ := f.serve(urlRequest("demo", f.token(t, "RS256", harness.Token{Payload: testpayload.Main()})))
 	if next.called || w.Code != http.StatusForbidden || decodeProblem(t, w).Code != "kind_not_allowed" {
 		t.Errorf("main link to a go-only partner: status %d, forwarded %v, body %s; want 403 kind_not_allowed", w.Code, next.called, w.Body)
 	}
-	if _, next, _, _ := f.serve(urlRequest("demo", f.token(t, "RS256", harness.Token{Payload: harness.GoPayload()}))); !next.called {
+	if _, next, _, _ := f.serve(urlRequest("demo", f.token(t, "RS256", harness.Token{Payload: testpayload.Go()}))); !next.called {
 		t.Error("go link to a go-only partner was not forwarded")
 	}
 }

@@ -204,20 +204,30 @@ func (h *Handler) releaseKeyCaches() error {
 // unknownKids counts a partner's key_unknown answers so that a burst is logged once per
 // cooldown, with its count, rather than once per request (each request's line is at
 // debug). A burst means the partner signs with a key it has not published, or someone is
-// probing with made-up kids.
+// probing with made-up kids. The count held during a cooldown is written when the
+// cooldown ends, by a flush the first held answer schedules, not at the next key_unknown,
+// which may never come.
 type unknownKids struct {
 	mu       sync.Mutex
-	count    int       // key_unknown answers since the last line
-	lastLine time.Time // when the last line was written; zero before the first
+	count    int         // key_unknown answers since the last line
+	lastLine time.Time   // when the last line was written; zero before the first
+	stop     func() bool // stops the scheduled flush; nil when none is scheduled
+	closed   bool        // the configuration is unloaded: no flush is scheduled any more
 }
 
 // note counts one key_unknown at now and returns the count to log, or 0 while the
-// cooldown since the last line runs.
-func (u *unknownKids) note(now time.Time, cooldown time.Duration) int {
+// cooldown since the last line runs. The first answer held in a cooldown schedules the
+// flush at the cooldown's end with schedule, which returns what stops it; it is called
+// under the lock, so that one flush is scheduled at a time, and must not run the flush
+// itself.
+func (u *unknownKids) note(now time.Time, cooldown time.Duration, schedule func(time.Duration) (stop func() bool)) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.count++
 	if !u.lastLine.IsZero() && now.Sub(u.lastLine) < cooldown {
+		if u.stop == nil && !u.closed {
+			u.stop = schedule(u.lastLine.Add(cooldown).Sub(now))
+		}
 		return 0
 	}
 	n := u.count
@@ -225,10 +235,56 @@ func (u *unknownKids) note(now time.Time, cooldown time.Duration) int {
 	return n
 }
 
+// flush returns the count held since the last line, 0 when there is none; a count
+// returned starts a new cooldown at now, since it is written as a line.
+func (u *unknownKids) flush(now time.Time) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stop = nil
+	n := u.count
+	if n > 0 {
+		u.count, u.lastLine = 0, now
+	}
+	return n
+}
+
+// close stops the scheduled flush and returns the count held, to be written at once: the
+// configuration is unloaded, and its logger with it.
+func (u *unknownKids) close() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stop != nil {
+		u.stop()
+		u.stop = nil
+	}
+	u.closed = true
+	n := u.count
+	u.count = 0
+	return n
+}
+
 // noteUnknownKid logs a burst of key_unknown answers for ps at warn, at most once per
-// refresh_cooldown: the first answer at once, then the count since the last line.
+// refresh_cooldown: the first answer at once, then the count since the last line when
+// the cooldown ends.
 func (h *Handler) noteUnknownKid(ps *partnerState) {
-	n := ps.unknownKids.note(h.now(), ps.cooldown)
+	n := ps.unknownKids.note(h.now(), ps.cooldown, func(d time.Duration) func() bool {
+		return h.afterFunc(d, func() { h.logUnknownKids(ps, ps.unknownKids.flush(h.now())) })
+	})
+	h.logUnknownKids(ps, n)
+}
+
+// flushUnknownKids writes every partner's held key_unknown count and stops the scheduled
+// flushes; Cleanup calls it.
+func (h *Handler) flushUnknownKids() {
+	for _, ps := range h.partners {
+		if ps.unknownKids != nil {
+			h.logUnknownKids(ps, ps.unknownKids.close())
+		}
+	}
+}
+
+// logUnknownKids writes the line of n key_unknown answers for ps; nothing when n is 0.
+func (h *Handler) logUnknownKids(ps *partnerState, n int) {
 	if n == 0 {
 		return
 	}

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,10 +164,102 @@ func TestUnknownKidsPacing(t *testing.T) {
 		{31 * time.Second, 0},
 		{2 * time.Minute, 2},
 	}
+	noFlush := func(time.Duration) func() bool { return func() bool { return true } }
 	for _, s := range steps {
-		if got := u.note(t0.Add(s.at), 30*time.Second); got != s.want {
+		if got := u.note(t0.Add(s.at), 30*time.Second, noFlush); got != s.want {
 			t.Errorf("note(+%s) = %d, want %d", s.at, got, s.want)
 		}
+	}
+}
+
+// fakeTimers is a Handler's afterFunc that runs nothing by itself: the test fires the
+// scheduled functions.
+type fakeTimers struct {
+	mu      sync.Mutex
+	after   []time.Duration
+	f       []func()
+	stopped int
+}
+
+func (ft *fakeTimers) afterFunc(d time.Duration, f func()) func() bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.after, ft.f = append(ft.after, d), append(ft.f, f)
+	return func() bool {
+		ft.mu.Lock()
+		defer ft.mu.Unlock()
+		ft.stopped++
+		return true
+	}
+}
+
+// fire runs the i-th scheduled function.
+func (ft *fakeTimers) fire(i int) {
+	ft.mu.Lock()
+	f := ft.f[i]
+	ft.mu.Unlock()
+	f()
+}
+
+// TestUnknownKidsWrittenWhenTheCooldownEnds: the count of a burst's held key_unknown
+// answers is written when the burst's cooldown ends, without waiting for another
+// key_unknown; one flush is scheduled per cooldown, and Cleanup writes what is held and
+// stops the flush.
+func TestUnknownKidsWrittenWhenTheCooldownEnds(t *testing.T) {
+	const msg = "partner tokens name kids not in the key set"
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	core, logs := observer.New(zapcore.InfoLevel)
+	timers := &fakeTimers{}
+	ps := &partnerState{name: "demo", unknownKids: new(unknownKids), cooldown: 30 * time.Second}
+	h := &Handler{
+		logger:    zap.New(core),
+		now:       func() time.Time { return now },
+		afterFunc: timers.afterFunc,
+		partners:  map[string]*partnerState{"demo": ps},
+	}
+	counts := func() []int64 {
+		var out []int64
+		for _, e := range logs.FilterMessage(msg).AllUntimed() {
+			out = append(out, e.ContextMap()["count"].(int64))
+		}
+		return out
+	}
+
+	for _, at := range []time.Duration{0, time.Second, 2 * time.Second, 5 * time.Second} {
+		now = t0.Add(at)
+		h.noteUnknownKid(ps)
+	}
+	if got := counts(); !reflect.DeepEqual(got, []int64{1}) {
+		t.Fatalf("lines during the burst: counts %v, want [1]", got)
+	}
+	if !reflect.DeepEqual(timers.after, []time.Duration{29 * time.Second}) {
+		t.Fatalf("flushes scheduled after %v, want one after 29s (the cooldown's end)", timers.after)
+	}
+	now = t0.Add(30 * time.Second)
+	timers.fire(0)
+	if got := counts(); !reflect.DeepEqual(got, []int64{1, 3}) {
+		t.Fatalf("lines after the cooldown: counts %v, want [1 3]", got)
+	}
+
+	// The flush's line starts a cooldown: the next answer is held, and flushed at its end.
+	now = t0.Add(40 * time.Second)
+	h.noteUnknownKid(ps)
+	if got := counts(); len(got) != 2 || len(timers.after) != 2 || timers.after[1] != 20*time.Second {
+		t.Fatalf("an answer 10s after the flush: counts %v, flushes after %v, want it held and a flush after 20s", got, timers.after)
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); !reflect.DeepEqual(got, []int64{1, 3, 1}) || timers.stopped != 1 {
+		t.Errorf("Cleanup: counts %v, %d flushes stopped, want [1 3 1] and 1", got, timers.stopped)
+	}
+	// A flush that fires after Cleanup writes nothing more, and nothing is scheduled again.
+	timers.fire(1)
+	now = t0.Add(41 * time.Second)
+	h.noteUnknownKid(ps)
+	if got := counts(); len(got) != 3 || len(timers.after) != 2 {
+		t.Errorf("after Cleanup: counts %v, %d flushes scheduled, want no new line and none scheduled", got, len(timers.after))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice"
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // Config is the partner and the service account of a stack.
@@ -25,6 +26,7 @@ type Config struct {
 	Password         string   // the first instructor's ("instructor", Coach Carter)
 	FrameAncestors   string   // the app service's; empty: its default
 	Origins          []string // the demo partner's origins (its form pages); none: any page
+	HeaderPrefix     string   // the gateway's header_prefix and the app service's; empty: the default
 }
 
 // Stack is a running gateway in front of an app service.
@@ -49,6 +51,10 @@ func Start(t *testing.T, c Config) *Stack {
 	if len(c.Origins) > 0 {
 		origins = "\n\t\t\t\torigins " + strings.Join(c.Origins, " ")
 	}
+	prefix, strip := "", linkspec.DefaultHeaderPrefix
+	if c.HeaderPrefix != "" {
+		prefix, strip = "\n\t\t\theader_prefix "+c.HeaderPrefix, c.HeaderPrefix
+	}
 	var err error
 	for attempt := 1; ; attempt++ {
 		appPort := harness.FreePort(t)
@@ -64,12 +70,12 @@ http://127.0.0.1:{{.Port}} {
 				issuer ` + c.Issuer + `
 				audience ` + c.Audience + origins + `
 			}
-			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}
+			upstream_secret {env.PARTNERGATE_UPSTREAM_SECRET}` + prefix + `
 		}
 		reverse_proxy {{.Vars.app}}
 	}
 	reverse_proxy {{.Vars.app}} {
-		header_up -X-Partner-*
+		header_up -` + strip + `*
 	}
 }`,
 			Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
@@ -81,6 +87,7 @@ http://127.0.0.1:{{.Port}} {
 			SecretFile:     filepath.Join(dir, "app.secret"),
 			PublicURL:      s.Gateway.URL,
 			FrameAncestors: c.FrameAncestors,
+			HeaderPrefix:   c.HeaderPrefix,
 			UpstreamSecret: secret,
 			Instructor:     appservice.Instructor{Username: "instructor", Email: "coach@service.example", DisplayName: "Coach Carter", Password: c.Password},
 			Logger:         slog.New(slog.NewJSONHandler(s.AppLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),

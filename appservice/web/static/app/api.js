@@ -17,6 +17,11 @@ export class SvcAppError extends Error {
   }
 }
 
+// maxCaseId bounds a case id as the partner link's caseId (linkspec.MaxIDLength), maxCustomId
+// a person's custom id as the API does (personspec.MaxText); TestBounds pins both.
+export const maxCaseId = 256;
+export const maxCustomId = 256;
+
 // invalid is a client-side argument check failing the way the API would.
 export function invalid(field, reason) {
   return new SvcAppError({ code: "invalid_argument", message: `${field}: ${reason}`, fields: [{ field, reason }], status: 400 });
@@ -35,8 +40,9 @@ export function setCSRFToken(token) {
   if (token) csrf = token;
 }
 
-// query turns an object into "?a=b" without empty members.
-function query(params) {
+// query turns an object into "?a=b" without empty members: the API's queries, and the view
+// addresses svcApp navigates to.
+export function query(params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) {
     if (v !== undefined && v !== null && v !== "" && v !== false) q.set(k, String(v));

@@ -3,19 +3,11 @@
 // interface and calls nothing but the JSON API the views use. Every function returns a
 // Promise; a failure rejects with SvcAppError {name, code, message, fields, status}.
 
-import { api, invalid, SvcAppError } from "./api.js";
+import { api, invalid, maxCaseId, query, SvcAppError } from "./api.js";
 import { state } from "./state.js";
 import * as actions from "./actions.js";
 import { showNotice } from "./chrome.js";
 import { navigate, refresh } from "./router.js";
-
-// query renders "?q=…" for a view address.
-function qs(params) {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
-  const s = q.toString();
-  return s ? `?${s}` : "";
-}
 
 function id(name, v) {
   const n = Number(v);
@@ -51,14 +43,14 @@ export function install(ready) {
     queryExercises: instructor(async (text = "") => {
       const q = String(text ?? "");
       const { exercises = [] } = await api.exercises({ q });
-      await navigate(`/app/exercises${qs({ q })}`, { data: exercises });
+      await navigate(`/app/exercises${query({ q })}`, { data: exercises });
       return exercises;
     }),
 
     queryWorkouts: instructor(async (text = "") => {
       const q = String(text ?? "");
       const { workouts = [] } = await api.workouts({ q });
-      await navigate(`/app/workouts${qs({ q })}`, { data: workouts });
+      await navigate(`/app/workouts${query({ q })}`, { data: workouts });
       return workouts;
     }),
 
@@ -95,7 +87,7 @@ export function install(ready) {
 
     setCase: instructor(async (caseId) => {
       if (typeof caseId !== "string") throw invalid("caseId", "must be a string");
-      if (caseId.length > 128) throw invalid("caseId", "at most 128 characters");
+      if ([...caseId].length > maxCaseId) throw invalid("caseId", `at most ${maxCaseId} characters`);
       return actions.publicStatus(await actions.setCase(caseId));
     }),
 

@@ -4,7 +4,7 @@
 // button that makes a plan from it.
 
 import { h, field, formatDate, replace, dose, paragraphs } from "../dom.js";
-import { api } from "../api.js";
+import { api, maxCaseId } from "../api.js";
 import { state, personName } from "../state.js";
 import { createWorkout, exportWorkout, workoutShown } from "../actions.js";
 import { action, showError } from "./common.js";
@@ -180,7 +180,7 @@ function addPanel(add) {
 
 // exportPanel exports the saved plan to a case and lists the case's exports.
 function exportPanel(w, saveFirst) {
-  const caseInput = h("input", { id: "export-case-id", name: "caseId", maxlength: 128, value: (state.status && state.status.caseId) || "", placeholder: t("export.placeholder") });
+  const caseInput = h("input", { id: "export-case-id", name: "caseId", maxlength: maxCaseId, value: (state.status && state.status.caseId) || "", placeholder: t("export.placeholder") });
   const list = h("div", { id: "case-exports-slot" });
   const msg = h("div", { class: "slot" });
   const show = async (caseId) => {

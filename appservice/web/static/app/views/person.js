@@ -2,7 +2,7 @@
 // profile data and plans, and the "New plan" form.
 
 import { h, dl, field, formatDate, replace } from "../dom.js";
-import { api } from "../api.js";
+import { api, maxCustomId } from "../api.js";
 import { state, personName } from "../state.js";
 import { createWorkout, focusPerson } from "../actions.js";
 import { refresh } from "../router.js";
@@ -47,7 +47,7 @@ export async function personView({ params, data }) {
       t("person.matched", { n: data.matched, customId: person.customId })));
   }
 
-  const customInput = h("input", { id: "person-custom-id-input", name: "customId", value: person.customId || "", maxlength: 256, autocomplete: "off" });
+  const customInput = h("input", { id: "person-custom-id-input", name: "customId", value: person.customId || "", maxlength: maxCustomId, autocomplete: "off" });
   const customSave = action(h("button", { type: "submit", id: "person-custom-id-save" }, t("person.save_custom_id")), msg, async () => {
     await api.setCustomId(person.id, customInput.value.trim());
     await refresh();

@@ -2,7 +2,7 @@
 // the custom id filter (custom ids are not unique) and each person's custom id editable.
 
 import { h, field, formatDate } from "../dom.js";
-import { api } from "../api.js";
+import { api, maxCustomId } from "../api.js";
 import { state } from "../state.js";
 import { focusPerson } from "../actions.js";
 import { formNavigate, navigate, refresh } from "../router.js";
@@ -32,7 +32,7 @@ export async function personsView({ query, data }) {
 }
 
 function personRow(p, msg, focusId) {
-  const input = h("input", { id: `custom-id-${p.id}`, class: "custom-id", value: p.customId || "", maxlength: 256, "aria-label": t("persons.custom_id_of", { name: p.name || p.id }) });
+  const input = h("input", { id: `custom-id-${p.id}`, class: "custom-id", value: p.customId || "", maxlength: maxCustomId, "aria-label": t("persons.custom_id_of", { name: p.name || p.id }) });
   const save = action(h("button", { type: "button", class: "small", "data-testid": "custom-id-save", "data-id": p.id }, t("persons.save")), msg, async () => {
     await api.setCustomId(p.id, input.value.trim());
     await refresh();

@@ -1,0 +1,144 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/problem"
+)
+
+type signinData struct {
+	CSRF      string
+	Login     string
+	Error     string
+	SignedOut bool
+	// Employee is the first-time employee of a pending session, who may also create an
+	// account (Signup) instead of signing in.
+	Employee *store.Employee
+	Signup   signupForm
+}
+
+// greet fills d for the first-time employee e: the greeting, and both forms prefilled with
+// what the partner told us (a login kept as typed). The account may use either the e-mail
+// address or the username to sign in.
+func (d *signinData) greet(e *store.Employee) {
+	d.Employee, d.Signup = e, prefill(e)
+	if d.Login == "" {
+		d.Login = e.Email
+	}
+	if d.Login == "" {
+		d.Login = e.Username
+	}
+}
+
+func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.pageSession(w, r)
+	if !ok {
+		return
+	}
+	if s != nil && !s.Pending {
+		http.Redirect(w, r, landing(s), http.StatusSeeOther)
+		return
+	}
+	d := signinData{CSRF: h.csrfToken(w, r)}
+	if s != nil && s.Employee != nil {
+		d.greet(s.Employee)
+	}
+	h.render(w, http.StatusOK, "signin", d)
+}
+
+func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
+	if !h.readSignInForm(w, r, "sign-in refused") {
+		return
+	}
+	login := r.PostFormValue("login")
+	// Bounded before the password is hashed: per address and per (login name, address),
+	// a growing delay per login name, then the number of hashes running at once.
+	ok, retry, delay := h.signIns.allow(clientAddr(r), strings.ToLower(strings.TrimSpace(login)))
+	if !ok {
+		h.log.Info("sign-in refused", "outcome", "rate_limited")
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
+		h.signinError(w, r, http.StatusTooManyRequests, login, "Too many sign-in attempts. Wait a minute, then try again.")
+		return
+	}
+	if delay > 0 && !h.signIns.sleep(r.Context(), delay) {
+		return // the client went away
+	}
+	if !h.signIns.acquire(r.Context()) {
+		h.log.Warn("sign-in refused", "outcome", "busy")
+		w.Header().Set("Retry-After", "5")
+		h.signinError(w, r, http.StatusServiceUnavailable, login, "Sign-in is busy right now. Try again in a few seconds.")
+		return
+	}
+	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), h.cookie(r, sessionCookie))
+	h.signIns.release()
+	if err != nil {
+		status, msg := http.StatusUnauthorized, "Wrong username or password."
+		if !errors.Is(err, store.ErrBadCredentials) {
+			p := h.failure(w, r, "")
+			h.log.Error("sign-in failed", "outcome", p.Code, "error", err.Error())
+			status, msg = p.Status, "Sign-in is not possible right now. Try again in a moment."
+		} else {
+			h.log.Info("sign-in refused", "outcome", problem.CodeCredentialsInvalid)
+		}
+		h.signinError(w, r, status, login, msg)
+		return
+	}
+	h.log.Info("signed in", "outcome", "signed_in", "link_to_confirm", in.Session.ConfirmLink)
+	h.setCookie(w, r, sessionCookie, in.Token, 0)
+	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+}
+
+// signinError answers the sign-in page again with msg, the login kept and, for a
+// first-time employee, the greeting.
+func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int, login, msg string) {
+	d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
+	if s := h.session(r); s != nil && s.Pending && s.Employee != nil {
+		d.greet(s.Employee)
+	}
+	h.render(w, status, "signin", d)
+}
+
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
+	if !h.readForm(w, r, "", "Reload the page and try again.") {
+		return
+	}
+	if tok := h.cookie(r, sessionCookie); tok != "" {
+		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
+			p := h.failure(w, r, "Try again in a moment.")
+			h.log.Error("signing out failed", "outcome", p.Code, "error", err.Error())
+			h.fail(w, p)
+			return
+		}
+	}
+	h.setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/app/signed-out", http.StatusSeeOther)
+}
+
+func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
+	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true})
+}
+
+// readSignInForm reads a posted sign-in page form (at most 8 KiB) and checks its CSRF
+// token; on failure it answers and logs refused with the outcome. A form too large or
+// malformed was never readable, so it is not "expired": the code stays csrf_invalid, since
+// the token in it could not be checked, with its own title and 400.
+func (h *Handler) readSignInForm(w http.ResponseWriter, r *http.Request, refused string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		p := problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again.")
+		p.Title, p.Status = "Form not readable", http.StatusBadRequest
+		h.fail(w, p)
+		return false
+	}
+	if !h.checkCSRF(r) {
+		h.log.Info(refused, "outcome", problem.CodeCSRFInvalid)
+		h.fail(w, problem.New(problem.CodeCSRFInvalid, "Reload the sign-in page and try again."))
+		return false
+	}
+	return true
+}
