@@ -262,7 +262,7 @@ func TestPagesInNorwegian(t *testing.T) {
 			t.Errorf("refused account creation lacks %q:\n%s", want, page)
 		}
 	}
-	res, page = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
+	res, _ = b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {token}})
 	if res.Header.Get("Location") != "/app/link" {
 		t.Fatalf("sign-in → %q, want /app/link", res.Header.Get("Location"))
 	}
