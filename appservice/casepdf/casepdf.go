@@ -428,12 +428,7 @@ func (d *doc) t(key string, args ...string) string {
 	return i18n.T(d.lang(), key, args...)
 }
 
-// birthDate is the person's birth date as the document's language writes a date; a value
-// that is not yyyy-MM-dd as it is.
+// birthDate is the person's birth date as the document's language writes a date.
 func (d *doc) birthDate() string {
-	t, err := time.Parse("2006-01-02", d.plan.PersonBirthDate)
-	if err != nil {
-		return d.plan.PersonBirthDate
-	}
-	return i18n.Date(d.lang(), t)
+	return i18n.Day(d.lang(), d.plan.PersonBirthDate)
 }

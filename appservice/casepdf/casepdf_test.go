@@ -69,7 +69,7 @@ func TestRenderReadsBack(t *testing.T) {
 		t.Fatalf("pdftotext: %v: %s", err, txt)
 	}
 	got := strings.Join(strings.Fields(string(txt)), " ")
-	want := []string{plan.Person, plan.CaseID, plan.Organization, plan.Title, plan.Author, "11/02/1956", "03/05/2024 02:30 PM",
+	want := []string{plan.Person, plan.CaseID, plan.Organization, plan.Title, plan.Author, plan.PersonBirthDate, "2024-03-05 14:30",
 		"Do the programme every second day.", "Page 1 of 2", "Page 2 of 2"}
 	for i, it := range plan.Items {
 		want = append(want, fmt.Sprintf("%d. %s %s", i+1, it.Name, it.Dose), it.Note)
@@ -101,7 +101,7 @@ func TestRenderLanguages(t *testing.T) {
 		{"sv", []string{"TRÄNINGSPROGRAM", "FÖDELSEDATUM", "1956-11-02", "2024-03-05 14:30", "# Övning Dos Anteckning", "Ärende CASE-2024-0042", "Sida 1 av 1"}},
 		{"da", []string{"TRÆNINGSPROGRAM", "FØDSELSDATO", "02.11.1956", "05.03.2024 14.30", "# Øvelse Dosering Note", "Sag CASE-2024-0042", "Side 1 af 1"}},
 		{"de", []string{"TRAININGSPROGRAMM", "GEBURTSDATUM", "02.11.1956", "05.03.2024 14:30", "# Übung Dosierung Notiz", "Fall CASE-2024-0042", "Seite 1 von 1"}},
-		{"", []string{"TRAINING PROGRAM", "DATE OF BIRTH", "11/02/1956", "03/05/2024 02:30 PM", "# Exercise Dose Note", "Case CASE-2024-0042", "Page 1 of 1"}},
+		{"", []string{"TRAINING PROGRAM", "DATE OF BIRTH", "1956-11-02", "2024-03-05 14:30", "# Exercise Dose Note", "Case CASE-2024-0042", "Page 1 of 1"}},
 	} {
 		t.Run(tt.lang, func(t *testing.T) {
 			plan := samplePlan()

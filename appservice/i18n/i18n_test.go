@@ -117,12 +117,28 @@ func TestDateTime(t *testing.T) {
 		{"da", at, "27.11.2026 09.12"},
 		{"de", at, "27.11.2026 09:12"},
 		{"sv", at, "2026-11-27 09:12"},
-		{"en", at, "11/27/2026 09:12 AM"},
-		{"en", pm, "11/27/2026 09:05 PM"},
-		{"xx", at, "11/27/2026 09:12 AM"},
+		{"en", at, "2026-11-27 09:12"},
+		{"en", pm, "2026-11-27 21:05"},
+		{"xx", at, "2026-11-27 09:12"},
 	} {
 		if got := DateTime(tt.lang, tt.at); got != tt.want {
 			t.Errorf("DateTime(%q, %v) = %q, want %q", tt.lang, tt.at, got, tt.want)
+		}
+	}
+}
+
+func TestDay(t *testing.T) {
+	for _, tt := range []struct{ lang, in, want string }{
+		{"nb", "1990-01-31", "31.01.1990"},
+		{"de", "1990-01-31", "31.01.1990"},
+		{"da", "1990-01-31", "31.01.1990"},
+		{"sv", "1990-01-31", "1990-01-31"},
+		{"en", "1990-01-31", "1990-01-31"},
+		{"nb", "", ""},
+		{"nb", "31.01.1990", "31.01.1990"},
+	} {
+		if got := Day(tt.lang, tt.in); got != tt.want {
+			t.Errorf("Day(%q, %q) = %q, want %q", tt.lang, tt.in, got, tt.want)
 		}
 	}
 }

@@ -111,6 +111,7 @@ var languageNames = []language{{"en", "English"}, {"nb", "Norsk (bokmål)"}, {"s
 //	                           placeholders; the message's own text and string values are escaped
 //	tr english                 a message the Go code wrote in English (a server.* key's text)
 //	el tag id text             <strong>, <code> or <span> with the escaped text (id optional)
+//	day yyyy-MM-dd             the date as the language writes one (a birth date)
 //	lang, languages            the page's language; every language with its own name
 func languageFuncs(lang string) template.FuncMap {
 	t := func(key string, args ...any) string { return i18n.T(lang, key, stringArgs(args)...) }
@@ -120,6 +121,7 @@ func languageFuncs(lang string) template.FuncMap {
 		"th":        th,
 		"tr":        func(english string) string { return translateServer(lang, english) },
 		"lang":      func() string { return lang },
+		"day":       func(isoDate string) string { return i18n.Day(lang, isoDate) },
 		"languages": func() []language { return languageNames },
 		"el":        element,
 		"username": func(username, id string) template.HTML {

@@ -26,7 +26,7 @@ var dateTimes = map[string]*regexp.Regexp{
 	"sv": regexp.MustCompile(`\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}\b`),
 	"de": regexp.MustCompile(`\b\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}\b`),
 	"da": regexp.MustCompile(`\b\d{2}\.\d{2}\.\d{4} \d{2}\.\d{2}\b`),
-	"en": regexp.MustCompile(`\b\d{2}/\d{2}/\d{4} \d{2}:\d{2} [AP]M\b`),
+	"en": regexp.MustCompile(`\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}\b`),
 }
 
 // language is what a person sees of one language: the sign-in page's heading and the
@@ -107,10 +107,23 @@ func TestLanguageByCulture(t *testing.T) {
 	seeApplication(t, s, ctx, norwegian)
 	screenshot(t, ctx, "app-nb")
 
+	// A person put in focus by the desktop program: the birth date as Norwegian writes it,
+	// in the bar and the person's view.
+	mustSvc(t, ctx, `svcApp.selectPerson({customid: "nb-1", firstname: "Ola", lastname: "Nordmann", dateofbirth: "1960-03-04"})`, nil)
+	waitView(t, ctx, "person")
+	for _, sel := range []string{"#contact-birthdate", "#person-birthdate"} {
+		if got := textOf(t, ctx, sel); got != "04.03.1960" {
+			t.Errorf("%s = %q, want the Norwegian 04.03.1960", sel, got)
+		}
+	}
+	screenshot(t, ctx, "person-nb")
+
 	// Every view the scripts draw, in Norwegian, shows no English of the catalogue.
+	step(t, ctx, "template library again", chromedp.Navigate(s.gateway.URL+"/app/templates"), chromedp.WaitVisible(chromedp.ID("view")))
+	waitView(t, ctx, "templates")
 	tpl := eval[string](t, ctx, `document.querySelector("#template-results .workout-link").getAttribute("href")`)
 	for _, v := range []struct{ path, testid string }{
-		{"/app", "focus-empty"}, {"/app/persons", "persons"}, {"/app/exercises", "exercises"},
+		{"/app", "person"}, {"/app/persons", "persons"}, {"/app/exercises", "exercises"},
 		{"/app/workouts", "workouts"}, {tpl, "workout"}, {"/app/cases/case-1", "case"},
 	} {
 		step(t, ctx, "open "+v.path, chromedp.Navigate(s.gateway.URL+v.path), chromedp.WaitVisible(chromedp.ID("view")))

@@ -4,7 +4,7 @@
 import { h, replace } from "./dom.js";
 import { invalid } from "./api.js";
 import { personName } from "./state.js";
-import { t } from "./i18n.js";
+import { t, day } from "./i18n.js";
 
 // renderFocus shows the session's person in focus and case, with the same ids as the
 // server-rendered bar. When the bar has the right parts already it only changes what
@@ -16,7 +16,7 @@ export function renderFocus(status) {
   const p = status.person;
   const personText = p ? {
     "contact-name": personName(p),
-    "contact-birthdate": p.birthDate || t("focus.not_given"),
+    "contact-birthdate": p.birthDate ? day(p.birthDate) : t("focus.not_given"),
     "contact-partner-id": (p.partnerIds || []).join(", ") || p.customId || "",
   } : {};
   const personHref = p ? `/app/persons/${encodeURIComponent(p.id)}` : "";

@@ -25,12 +25,35 @@ export function has(key) {
 }
 
 const dateFormat = new Intl.DateTimeFormat(lang, { year: "numeric", month: "2-digit", day: "2-digit" });
-const timeFormat = new Intl.DateTimeFormat(lang, { hour: "2-digit", minute: "2-digit" });
+const timeFormat = new Intl.DateTimeFormat(lang, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+const pad = (n) => String(n).padStart(2, "0");
+
+// date writes a Date's day as the language does; English, the fallback of readers of
+// every other language, writes ISO 8601, which American and British readers read alike.
+function date(d) {
+  if (lang === "en") return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return dateFormat.format(d);
+}
 
 // dateTime writes a Date as the language does, date then time: "27.11.2026 09:12" in
-// Norwegian, "2026-11-27 09:12" in Swedish (the PDF's i18n.DateTime writes the same).
+// Norwegian, "2026-11-27 09:12" in Swedish and English (the PDF's i18n.DateTime writes
+// the same).
 export function dateTime(d) {
-  return `${dateFormat.format(d)} ${timeFormat.format(d)}`;
+  return `${date(d)} ${timeFormat.format(d)}`;
+}
+
+// day writes a yyyy-MM-dd date (a birth date) as the language does, as the server's
+// i18n.Day does; any other value as it is.
+export function day(s) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(String(s || ""));
+  return m ? date(new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : s;
+}
+
+// localDateTime writes a "yyyy-MM-dd HH:mm:ss" time without a zone (a profile entry's) as
+// the language does; any other value as it is.
+export function localDateTime(s) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::\d{2})?$/.exec(String(s || ""));
+  return m ? dateTime(new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]))) : s;
 }
 
 // number writes a number as the language does.

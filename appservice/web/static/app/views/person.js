@@ -7,7 +7,7 @@ import { state, personName } from "../state.js";
 import { createWorkout, focusPerson } from "../actions.js";
 import { refresh } from "../router.js";
 import { action, showError, workoutTable } from "./common.js";
-import { t, parts } from "../i18n.js";
+import { t, parts, day, localDateTime } from "../i18n.js";
 
 // focusView shows the session's person in focus, or how to get one.
 export async function focusView(ctx) {
@@ -58,7 +58,7 @@ export async function personView({ params, data }) {
       h("div", { class: "title-row" }, h("h1", { id: "person-name" }, personName(person)), focusButton),
       notes, msg,
       dl([
-        [t("focus.birthdate"), person.birthDate || t("focus.not_given"), "person-birthdate"],
+        [t("focus.birthdate"), person.birthDate ? day(person.birthDate) : t("focus.not_given"), "person-birthdate"],
         [t("person.gender"), genders[person.gender] || "", "person-gender"],
         [t("person.custom_id"), person.customId || "", "person-custom-id"],
         [t("person.partner_ids"), (person.partnerIds || []).join(", "), "person-partner-ids"],
@@ -87,7 +87,7 @@ function profileTable(profile) {
       h("td", { title: e.description || null }, e.name || e.key),
       h("td", { class: "num" }, e.value),
       h("td", {}, e.unit || ""),
-      h("td", {}, e.date || ""),
+      h("td", {}, localDateTime(e.date) || ""),
       h("td", {}, e.source || "")))));
 }
 

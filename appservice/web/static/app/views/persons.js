@@ -7,7 +7,7 @@ import { state } from "../state.js";
 import { focusPerson } from "../actions.js";
 import { formNavigate, navigate, refresh } from "../router.js";
 import { action, personLink } from "./common.js";
-import { t } from "../i18n.js";
+import { t, day } from "../i18n.js";
 
 export async function personsView({ query, data }) {
   const customId = query.get("customId") || "";
@@ -44,7 +44,7 @@ function personRow(p, msg, focusId) {
     });
   return h("tr", { "data-testid": "person-row", "data-id": p.id },
     h("td", {}, personLink(p)),
-    h("td", {}, p.birthDate || ""),
+    h("td", {}, day(p.birthDate) || ""),
     h("td", {}, h("span", { class: "inline" }, input, save)),
     h("td", {}, formatDate(p.lastChangedAt)),
     h("td", {}, select));
