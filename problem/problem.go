@@ -296,8 +296,9 @@ func WriteFramedPage(w http.ResponseWriter, p Problem, frameAncestors []string) 
 const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "
 
 // ParsePage adds the page to t as the template "problem", for a service that shows it
-// inside its own layout. The page's blocks problem_head (given the title), problem_detail
-// and problem_foot hold the standalone page's parts; t replaces them by defining them
+// inside its own layout. The page's blocks problem_head (given the title), problem_detail,
+// problem_code (the code, status and request id line) and problem_foot hold the
+// standalone page's parts; t replaces them by defining them
 // again in templates parsed after this call.
 func ParsePage(t *template.Template) (*template.Template, error) {
 	return t.ParseFS(pageFS, "page.html")

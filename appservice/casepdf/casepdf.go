@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"github.com/go-pdf/fpdf"
+
+	"github.com/partnergate/partnergate/appservice/i18n"
 )
 
 // Plan is what the printout shows.
@@ -26,7 +28,10 @@ type Plan struct {
 	Author          string
 	CaseID          string
 	Date            time.Time // printed as the plan's date and the document's creation date
-	Items           []Item
+	// Language is the i18n code the document is written in (its labels, dates); English
+	// when empty or unknown.
+	Language string
+	Items    []Item
 }
 
 // Item is one exercise of the plan.
@@ -45,16 +50,15 @@ var (
 
 // Page geometry in millimetres (A4 portrait) and the palette.
 const (
-	pageW, pageH  = 210.0, 297.0
-	marginX       = 18.0
-	marginTop     = 16.0
-	contentW      = pageW - 2*marginX
-	bodyBottom    = pageH - 20.0 // the footer lives below
-	lineH         = 4.6
-	rowPad        = 1.8
-	headerRowH    = 7.0
-	family        = "DejaVu"
-	documentLabel = "TRAINING PROGRAM"
+	pageW, pageH = 210.0, 297.0
+	marginX      = 18.0
+	marginTop    = 16.0
+	contentW     = pageW - 2*marginX
+	bodyBottom   = pageH - 20.0 // the footer lives below
+	lineH        = 4.6
+	rowPad       = 1.8
+	headerRowH   = 7.0
+	family       = "DejaVu"
 )
 
 var (
@@ -66,16 +70,16 @@ var (
 	ruleGray = [3]int{205, 213, 216}
 )
 
-// columns of the exercise table: number, name, dose, note.
+// columns of the exercise table: number, name, dose, note; title is a catalogue key.
 var columns = []struct {
 	title string
 	width float64
 	align string
 }{
-	{"#", 9, "R"},
-	{"Exercise", 58, "L"},
-	{"Dose", 47, "L"},
-	{"Note", contentW - 9 - 58 - 47, "L"},
+	{"pdf.number", 9, "R"},
+	{"pdf.exercise", 58, "L"},
+	{"pdf.dose", 47, "L"},
+	{"pdf.note", contentW - 9 - 58 - 47, "L"},
 }
 
 // Render returns the plan as a PDF. The same plan gives the same bytes: the document dates
@@ -191,7 +195,7 @@ func (d *doc) pageHeader() {
 	d.font("B", 8.5, accent)
 	d.textAt(marginX, marginTop-4, contentW*0.7, 5, d.fit(d.plan.Title+" · "+d.plan.Person, contentW*0.7), "L")
 	d.font("", 8.5, muted)
-	d.textAt(marginX+contentW*0.7, marginTop-4, contentW*0.3, 5, d.fit("Case "+d.plan.CaseID, contentW*0.3), "R")
+	d.textAt(marginX+contentW*0.7, marginTop-4, contentW*0.3, 5, d.fit(d.t("pdf.case", "case", d.plan.CaseID), contentW*0.3), "R")
 	d.rule(marginTop+1.5, ruleGray, 0.3)
 	d.pdf.SetY(marginTop + 5)
 }
@@ -202,12 +206,12 @@ func (d *doc) pageFooter() {
 	d.font("", 7.5, muted)
 	left := d.plan.Organization
 	if d.plan.CaseID != "" {
-		left += " · Case " + d.plan.CaseID
+		left += " · " + d.t("pdf.case", "case", d.plan.CaseID)
 	}
 	d.textAt(marginX, y+1.5, contentW*0.75, 4.5, d.fit(left, contentW*0.75), "L")
-	page := "Page " + strconv.Itoa(d.pdf.PageNo())
+	page := d.t("pdf.page", "n", strconv.Itoa(d.pdf.PageNo()))
 	if d.pages > 0 {
-		page += " of " + strconv.Itoa(d.pages)
+		page = d.t("pdf.page_of", "n", strconv.Itoa(d.pdf.PageNo()), "total", strconv.Itoa(d.pages))
 	}
 	d.textAt(marginX+contentW*0.75, y+1.5, contentW*0.25, 4.5, page, "R")
 }
@@ -219,7 +223,7 @@ func (d *doc) titleBlock() {
 	d.font("B", 11, accent)
 	d.textAt(marginX, y, contentW*0.65, 6, d.fit(p.Organization, contentW*0.65), "L")
 	d.font("B", 8, muted)
-	d.textAt(marginX+contentW*0.65, y, contentW*0.35, 6, documentLabel, "R")
+	d.textAt(marginX+contentW*0.65, y, contentW*0.35, 6, strings.ToUpper(d.t("pdf.label")), "R")
 	y += 7.5
 	d.rule(y, accent, 0.7)
 	y += 4
@@ -227,7 +231,7 @@ func (d *doc) titleBlock() {
 	d.font("B", 18, ink)
 	title := p.Title
 	if title == "" {
-		title = "Workout plan"
+		title = d.t("pdf.untitled")
 	}
 	for _, line := range d.split(title, contentW) {
 		d.textAt(marginX, y, contentW, 8, line, "L")
@@ -236,9 +240,9 @@ func (d *doc) titleBlock() {
 	y += 3
 
 	facts := [][2]string{
-		{"Person", p.Person}, {"Date of birth", p.PersonBirthDate},
-		{"Instructor", p.Author}, {"Date", p.Date.Format("2006-01-02")},
-		{"Case ID", p.CaseID}, {"Exercises", strconv.Itoa(len(p.Items))},
+		{d.t("pdf.person"), p.Person}, {d.t("pdf.birthdate"), d.birthDate()},
+		{d.t("pdf.instructor"), p.Author}, {d.t("pdf.date"), i18n.DateTime(d.lang(), p.Date)},
+		{d.t("pdf.case_id"), p.CaseID}, {d.t("pdf.exercises"), strconv.Itoa(len(p.Items))},
 	}
 	const cellH, pad = 11.0, 3.0
 	rows := (len(facts) + 1) / 2
@@ -269,7 +273,7 @@ func (d *doc) notes() {
 		return
 	}
 	d.font("B", 10, accent)
-	d.textAt(marginX, d.pdf.GetY(), contentW, 6, "Notes", "L")
+	d.textAt(marginX, d.pdf.GetY(), contentW, 6, d.t("pdf.notes"), "L")
 	d.pdf.SetY(d.pdf.GetY() + 6.5)
 	d.font("", 9.5, ink)
 	for _, line := range d.split(d.plan.Notes, contentW) {
@@ -290,7 +294,7 @@ func (d *doc) tableHeader() {
 	d.font("B", 8.5, [3]int{255, 255, 255})
 	x := marginX
 	for _, c := range columns {
-		d.textAt(x, y, c.width, headerRowH, c.title, c.align)
+		d.textAt(x, y, c.width, headerRowH, d.t(c.title), c.align)
 		x += c.width
 	}
 	d.pdf.SetY(y + headerRowH)
@@ -315,7 +319,7 @@ func (d *doc) table() {
 	d.tableHeader()
 	if len(d.plan.Items) == 0 {
 		d.font("", 9.5, muted)
-		d.textAt(marginX, d.pdf.GetY()+rowPad, contentW, lineH, "No exercises in this plan yet.", "L")
+		d.textAt(marginX, d.pdf.GetY()+rowPad, contentW, lineH, d.t("pdf.no_items"), "L")
 		return
 	}
 	for i, it := range d.plan.Items {
@@ -409,4 +413,22 @@ func clean(s string, multiline bool) string {
 		}
 		return r
 	}, s))
+}
+
+// lang is the document's language: the plan's when the catalogue has it, else English.
+func (d *doc) lang() string {
+	if i18n.Supported(d.plan.Language) {
+		return d.plan.Language
+	}
+	return i18n.Default
+}
+
+// t is the catalogue's message key in the document's language.
+func (d *doc) t(key string, args ...string) string {
+	return i18n.T(d.lang(), key, args...)
+}
+
+// birthDate is the person's birth date as the document's language writes a date.
+func (d *doc) birthDate() string {
+	return i18n.Day(d.lang(), d.plan.PersonBirthDate)
 }

@@ -69,7 +69,7 @@ func TestRenderReadsBack(t *testing.T) {
 		t.Fatalf("pdftotext: %v: %s", err, txt)
 	}
 	got := strings.Join(strings.Fields(string(txt)), " ")
-	want := []string{plan.Person, plan.CaseID, plan.Organization, plan.Title, plan.Author, plan.PersonBirthDate, "2024-03-05",
+	want := []string{plan.Person, plan.CaseID, plan.Organization, plan.Title, plan.Author, plan.PersonBirthDate, "2024-03-05 14:30",
 		"Do the programme every second day.", "Page 1 of 2", "Page 2 of 2"}
 	for i, it := range plan.Items {
 		want = append(want, fmt.Sprintf("%d. %s %s", i+1, it.Name, it.Dose), it.Note)
@@ -88,6 +88,52 @@ func TestRenderReadsBack(t *testing.T) {
 		t.Fatalf("pdftoppm: %v: %s", err, png)
 	}
 	keepArtifact(t, filepath.Join(dir, "page.png"), "plan-page1.png")
+}
+
+// TestRenderLanguages: the document's labels, dates and dose words are the plan's
+// language's, as pdftotext reads them; the person's data stays as it is.
+func TestRenderLanguages(t *testing.T) {
+	for _, tt := range []struct {
+		lang string
+		want []string
+	}{
+		{"nb", []string{"TRENINGSPROGRAM", "FØDSELSDATO", "02.11.1956", "05.03.2024 14:30", "# Øvelse Dosering Merknad", "Sak CASE-2024-0042", "Side 1 av 1", "Notater"}},
+		{"sv", []string{"TRÄNINGSPROGRAM", "FÖDELSEDATUM", "1956-11-02", "2024-03-05 14:30", "# Övning Dos Anteckning", "Ärende CASE-2024-0042", "Sida 1 av 1"}},
+		{"da", []string{"TRÆNINGSPROGRAM", "FØDSELSDATO", "02.11.1956", "05.03.2024 14.30", "# Øvelse Dosering Note", "Sag CASE-2024-0042", "Side 1 af 1"}},
+		{"de", []string{"TRAININGSPROGRAMM", "GEBURTSDATUM", "02.11.1956", "05.03.2024 14:30", "# Übung Dosierung Notiz", "Fall CASE-2024-0042", "Seite 1 von 1"}},
+		{"", []string{"TRAINING PROGRAM", "DATE OF BIRTH", "1956-11-02", "2024-03-05 14:30", "# Exercise Dose Note", "Case CASE-2024-0042", "Page 1 of 1"}},
+	} {
+		t.Run(tt.lang, func(t *testing.T) {
+			plan := samplePlan()
+			plan.Language = tt.lang
+			out, err := Render(plan)
+			if err != nil {
+				t.Fatalf("Render() error: %v", err)
+			}
+			dir := t.TempDir()
+			file := filepath.Join(dir, "plan.pdf")
+			if err := os.WriteFile(file, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			txt, err := exec.Command("pdftotext", "-raw", "-enc", "UTF-8", file, "-").CombinedOutput()
+			if err != nil {
+				t.Fatalf("pdftotext: %v: %s", err, txt)
+			}
+			got := strings.Join(strings.Fields(string(txt)), " ")
+			for _, w := range append(tt.want, plan.Person, plan.Title) {
+				if !strings.Contains(got, w) {
+					t.Errorf("Render(%s): pdftotext output lacks %q:\n%s", tt.lang, w, txt)
+				}
+			}
+			if tt.lang == "nb" {
+				png, err := exec.Command("pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", file, filepath.Join(dir, "page")).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pdftoppm: %v: %s", err, png)
+				}
+				keepArtifact(t, filepath.Join(dir, "page.png"), "plan-page1-nb.png")
+			}
+		})
+	}
 }
 
 // keepArtifact copies a file to integration/artifacts/casepdf/ for a person to look at.

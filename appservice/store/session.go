@@ -49,6 +49,9 @@ type Account struct {
 	Username    string
 	Email       string
 	DisplayName string
+	// Language is the language the person chose in the application (an i18n code), or ""
+	// for none: the browser's then.
+	Language string
 }
 
 // Organization is a partner's organization.
@@ -265,8 +268,8 @@ FROM sessions WHERE token_hash = ? AND expires_at > ?`),
 func (s *Store) account(ctx context.Context, q queryer, id int64) (*Account, error) {
 	a := &Account{ID: id}
 	var username sql.NullString
-	err := q.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name FROM accounts WHERE id = ?`), id).
-		Scan(&a.Role, &username, &a.Email, &a.DisplayName)
+	err := q.QueryRowContext(ctx, s.q(`SELECT role, username, email, display_name, language FROM accounts WHERE id = ?`), id).
+		Scan(&a.Role, &username, &a.Email, &a.DisplayName, &a.Language)
 	a.Username = username.String
 	return a, err
 }

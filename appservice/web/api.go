@@ -81,6 +81,7 @@ func (h *Handler) apiRoutes() http.Handler {
 	route("GET /app/api/cases/{caseId}/exports", instructor, h.apiCaseExports)
 	route("GET /app/api/exports/{file}", instructor, h.apiExportPDF)
 	route("GET /app/api/me/workouts", member, h.apiMyWorkouts)
+	route("PUT /app/api/me/language", anyone, h.apiSetLanguage)
 	mux.HandleFunc(apiPrefix, func(w http.ResponseWriter, r *http.Request) { h.apiFallback(mux, w, r) })
 	return mux
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/partnergate/partnergate/appservice/casepdf"
+	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/problem"
@@ -77,7 +78,7 @@ func (h *Handler) apiExport(r *apiRequest) (int, any, error) {
 	}
 	now := h.cfg.Now()
 	plan := casepdf.Plan{Organization: r.s.Organization.Name, Title: w.Title, Notes: w.Notes, Author: w.OwnerName,
-		CaseID: in.CaseID, Date: now}
+		CaseID: in.CaseID, Date: now, Language: h.apiLanguage(r)}
 	if plan.Author == "" {
 		plan.Author = r.s.Account.DisplayName
 	}
@@ -85,7 +86,7 @@ func (h *Handler) apiExport(r *apiRequest) (int, any, error) {
 		plan.Person, plan.PersonBirthDate = w.Person.Name(), w.Person.BirthDate
 	}
 	for _, it := range w.Items {
-		plan.Items = append(plan.Items, casepdf.Item{Name: it.Exercise.Name, Dose: doseText(it), Note: it.Note})
+		plan.Items = append(plan.Items, casepdf.Item{Name: it.Exercise.Name, Dose: doseText(plan.Language, it), Note: it.Note})
 	}
 	pdf, err := casepdf.Render(plan)
 	if err != nil {
@@ -102,25 +103,25 @@ func (h *Handler) apiExport(r *apiRequest) (int, any, error) {
 
 // doseText is an item's dose as the printout shows it: "3 x 10, 5 kg, rest 60 s", a hold
 // "3 x 30 s".
-func doseText(it store.Item) string {
+func doseText(lang string, it store.Item) string {
 	var parts []string
 	sets := max(it.Sets, 1)
 	switch {
 	case it.Reps > 0:
 		parts = append(parts, fmt.Sprintf("%d x %d", sets, it.Reps))
 		if it.HoldSeconds > 0 {
-			parts = append(parts, fmt.Sprintf("hold %d s", it.HoldSeconds))
+			parts = append(parts, i18n.T(lang, "dose.hold", "seconds", strconv.Itoa(it.HoldSeconds)))
 		}
 	case it.HoldSeconds > 0:
 		parts = append(parts, fmt.Sprintf("%d x %d s", sets, it.HoldSeconds))
 	case it.Sets > 0:
-		parts = append(parts, fmt.Sprintf("%d sets", it.Sets))
+		parts = append(parts, i18n.T(lang, "dose.sets", "n", strconv.Itoa(it.Sets)))
 	}
 	if it.Load != "" {
 		parts = append(parts, it.Load)
 	}
 	if it.RestSeconds > 0 {
-		parts = append(parts, fmt.Sprintf("rest %d s", it.RestSeconds))
+		parts = append(parts, i18n.T(lang, "dose.rest", "seconds", strconv.Itoa(it.RestSeconds)))
 	}
 	return strings.Join(parts, ", ")
 }

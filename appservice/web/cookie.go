@@ -88,5 +88,6 @@ func (h *Handler) pageSession(w http.ResponseWriter, r *http.Request) (*store.Se
 		h.fail(w, h.failure(w, r, "Try again in a moment."))
 		return nil, false
 	}
+	h.sessionLanguage(w, r, s)
 	return s, true
 }

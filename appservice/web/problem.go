@@ -46,5 +46,5 @@ func (h *Handler) failure(w http.ResponseWriter, r *http.Request, detail string)
 
 // fail answers p as the problem page inside the app's layout.
 func (h *Handler) fail(w http.ResponseWriter, p problem.Problem) {
-	h.render(w, p.Status, "problem", p)
+	h.render(w, p.Status, "problem", localProblem(w, p))
 }

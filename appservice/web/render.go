@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -20,7 +21,7 @@ var staticFS embed.FS
 
 // pages holds the app's pages and the problem package's page, parsed first so that
 // templates/problem.html's blocks put it inside the layout.
-var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain, "segment": url.PathEscape}))).ParseFS(templateFS, "templates/*.html"))
+var pages = template.Must(template.Must(problem.ParsePage(template.New("").Funcs(template.FuncMap{"plain": plain, "segment": url.PathEscape}).Funcs(languageFuncs(i18n.Default)))).ParseFS(templateFS, "templates/*.html"))
 
 // segment (url.PathEscape) makes a value one path segment of a link, as the page script's
 // encodeURIComponent does: html/template escapes a URL for its attribute, not a value for
@@ -66,7 +67,7 @@ func (f filesOnly) Open(name string) (fs.File, error) {
 // instead of half a page.
 func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pagesFor(w).ExecuteTemplate(&buf, name, data); err != nil {
 		h.log.Error("rendering page failed", "page", name, "error", err.Error())
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

@@ -151,6 +151,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.mux.Handle(apiPrefix, h.apiRoutes())
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
+	h.mux.HandleFunc("GET /app/messages/{lang}", h.messages)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app", http.StatusSeeOther)
@@ -175,6 +176,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.https(r) {
 		hdr.Set("Strict-Transport-Security", "max-age=31536000")
 	}
+	h.chooseLanguage(w, r)
 	h.serveWithDeadline(w, r)
 }
 

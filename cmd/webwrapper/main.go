@@ -174,6 +174,7 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 	if c := startCulture(args); c != "" {
 		opts.Language = c // the culture argument of the start that opens the window
 	}
+	opts.URL = cultureURL(opts.URL, opts.Language)
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
 		w.log.Error("starting the browser", "error", err)

@@ -97,6 +97,7 @@ export const api = {
   setCustomId: (id, customId) => request("PUT", `persons/${enc(id)}/customId`, { body: { customId } }),
   setSessionPerson: (personId) => request("PUT", "session/person", { body: { personId } }),
   setSessionCase: (caseId) => request("PUT", "session/case", { body: { caseId } }),
+  setLanguage: (language) => request("PUT", "me/language", { body: { language } }),
   exportWorkout: (id, caseId) => request("POST", `workouts/${enc(id)}/export`, { body: caseId ? { caseId } : {} }),
   caseExports: (caseId) => request("GET", `cases/${enc(caseId)}/exports`),
   myWorkouts: () => request("GET", "me/workouts"),

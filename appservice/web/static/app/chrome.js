@@ -4,6 +4,7 @@
 import { h, replace } from "./dom.js";
 import { invalid } from "./api.js";
 import { personName } from "./state.js";
+import { t, day } from "./i18n.js";
 
 // renderFocus shows the session's person in focus and case, with the same ids as the
 // server-rendered bar. When the bar has the right parts already it only changes what
@@ -15,7 +16,7 @@ export function renderFocus(status) {
   const p = status.person;
   const personText = p ? {
     "contact-name": personName(p),
-    "contact-birthdate": p.birthDate || "not given",
+    "contact-birthdate": p.birthDate ? day(p.birthDate) : t("focus.not_given"),
     "contact-partner-id": (p.partnerIds || []).join(", ") || p.customId || "",
   } : {};
   const personHref = p ? `/app/persons/${encodeURIComponent(p.id)}` : "";
@@ -35,15 +36,15 @@ export function renderFocus(status) {
   }
   const items = [];
   if (p) {
-    items.push(h("span", { class: "label" }, "Contact in focus"), " ",
+    items.push(h("span", { class: "label" }, t("focus.label")), " ",
       h("a", { id: "contact-link", href: personHref }, h("strong", { id: "contact-name" }, personText["contact-name"])), " ",
-      h("span", { class: "label" }, "Birthdate"), " ", h("span", { id: "contact-birthdate" }, personText["contact-birthdate"]), " ",
-      h("span", { class: "label" }, "Partner id"), " ", h("code", { id: "contact-partner-id" }, personText["contact-partner-id"]));
+      h("span", { class: "label" }, t("focus.birthdate")), " ", h("span", { id: "contact-birthdate" }, personText["contact-birthdate"]), " ",
+      h("span", { class: "label" }, t("focus.partner_id")), " ", h("code", { id: "contact-partner-id" }, personText["contact-partner-id"]));
   } else {
-    items.push(h("span", { id: "no-contact" }, "No contact in focus. Open the application from your partner application, or pick a person under Persons."));
+    items.push(h("span", { id: "no-contact" }, t("focus.none")));
   }
   if (status.caseId) {
-    items.push(" ", h("span", { class: "label" }, "Case"), " ",
+    items.push(" ", h("span", { class: "label" }, t("focus.case")), " ",
       h("a", { id: "case-link", href: caseHref }, h("code", { id: "case" }, status.caseId)));
   }
   replace(bar, items);
@@ -69,8 +70,8 @@ export function showNotice(text, url) {
   const banner = document.getElementById("notice");
   replace(banner,
     h("span", { id: "notice-text" }, text),
-    href ? h("a", { id: "notice-link", href, rel: "noopener noreferrer", target: "_blank" }, "Download") : null,
-    h("button", { type: "button", class: "link", id: "notice-close", "aria-label": "Close notice", on: { click: () => { banner.hidden = true; } } }, "×"));
+    href ? h("a", { id: "notice-link", href, rel: "noopener noreferrer", target: "_blank" }, t("notice.download")) : null,
+    h("button", { type: "button", class: "link", id: "notice-close", "aria-label": t("notice.close"), on: { click: () => { banner.hidden = true; } } }, "×"));
   banner.hidden = false;
 }
 

@@ -1,6 +1,8 @@
 // DOM building without HTML strings: every text goes in as a text node, so a name or an
 // instruction from the database can never become markup (and nothing needs innerHTML).
 
+import { t, dateTime, number } from "./i18n.js";
+
 // h creates an element. attrs: class, id, for, href, type, value, name, ..., "data-*",
 // "aria-*", on: {event: handler}; true/false for boolean attributes; null/undefined skip.
 // children: nodes, strings, numbers, arrays of those, or null/false (skipped).
@@ -56,20 +58,20 @@ export function dl(pairs, attrs = {}) {
     .map(([t, d, id]) => [h("dt", {}, t), h("dd", { id }, d)]));
 }
 
-// formatDate shows an RFC 3339 time as a local date and time.
+// formatDate shows an RFC 3339 time as a local date and time in the page's language.
 export function formatDate(s) {
   if (!s) return "";
   const d = new Date(s);
-  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+  return Number.isNaN(d.getTime()) ? s : dateTime(d);
 }
 
 // dose is an exercise item's dose in words: "3 × 10, hold 30 s, 5 kg, rest 60 s".
 export function dose(item) {
   const parts = [];
   if (item.sets || item.reps) parts.push(`${item.sets || 1} × ${item.reps || "–"}`);
-  if (item.holdSeconds) parts.push(`hold ${item.holdSeconds} s`);
+  if (item.holdSeconds) parts.push(t("dose.hold", { seconds: item.holdSeconds }));
   if (item.load) parts.push(item.load);
-  if (item.restSeconds) parts.push(`rest ${item.restSeconds} s`);
+  if (item.restSeconds) parts.push(t("dose.rest", { seconds: item.restSeconds }));
   return parts.join(", ");
 }
 
@@ -78,7 +80,7 @@ export function paragraphs(text, attrs = {}) {
   return h("div", attrs, String(text || "").split(/\n+/).filter((s) => s.trim() !== "").map((s) => h("p", {}, s)));
 }
 
-// count is "1 exercise" or "3 exercises".
-export function count(n, noun) {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+// exerciseCount is "1 exercise" or "3 exercises" in the page's language.
+export function exerciseCount(n) {
+  return t(n === 1 ? "count.exercise" : "count.exercises", { n: number(n) });
 }

@@ -18,6 +18,8 @@ import { editorView } from "./views/editor.js";
 import { caseView } from "./views/case.js";
 import { myPlansView, memberPlanView } from "./views/member.js";
 import { endedView } from "./views/ended.js";
+import { t } from "./i18n.js";
+import { installLanguagePicker } from "./language.js";
 
 if (state.role === "member") {
   route("/go", myPlansView);
@@ -33,7 +35,7 @@ if (state.role === "member") {
   route("/app/templates", templatesView);
   route("/app/cases/:caseId", caseView);
 }
-setNotFound(() => h("section", { class: "card", id: "not-found" }, h("h1", {}, "Not found"), h("p", {}, "There is no such page.")));
+setNotFound(() => h("section", { class: "card", id: "not-found" }, h("h1", {}, t("app.not_found")), h("p", {}, t("app.no_such_page"))));
 onRender(highlight);
 
 let ended = false;
@@ -77,6 +79,7 @@ async function boot() {
     return;
   }
   document.getElementById("signout-form")?.addEventListener("submit", signedOut);
+  installLanguagePicker();
   await start().catch(() => {});
 }
 

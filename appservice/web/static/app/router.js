@@ -3,9 +3,11 @@
 // inside the application change the view without reloading, back and forward work.
 
 import { h, replace } from "./dom.js";
+import { t, parts } from "./i18n.js";
+import { errorText } from "./errors.js";
 
 const routes = [];
-let notFound = () => h("p", {}, "Not found.");
+let notFound = () => h("p", {}, t("app.not_found"));
 let shown = 0; // the latest render wins when views load concurrently
 let afterRender = () => {};
 const baseTitle = document.title;
@@ -74,9 +76,9 @@ async function render(data) {
 function errorView(e) {
   if (e && e.code === "session_required") return null;
   return h("section", { class: "card", id: "view-error", "data-testid": "view-error" },
-    h("h1", {}, "Something went wrong"),
-    h("p", { class: "error", id: "view-error-message" }, e && e.message ? e.message : String(e)),
-    e && e.code ? h("p", { class: "hint" }, "Error code ", h("code", { id: "view-error-code" }, e.code)) : null);
+    h("h1", {}, t("app.error_title")),
+    h("p", { class: "error", id: "view-error-message" }, errorText(e)),
+    e && e.code ? h("p", { class: "hint" }, parts("app.error_code", { code: h("code", { id: "view-error-code" }, e.code) })) : null);
 }
 
 // navigate shows path (with its query) as a new history entry, or in place of the current

@@ -8,6 +8,7 @@ import { setCase } from "../actions.js";
 import { refresh } from "../router.js";
 import { action } from "./common.js";
 import { exportsTable } from "./editor.js";
+import { t, parts } from "../i18n.js";
 
 export async function caseView({ params }) {
   const caseId = params.caseId;
@@ -15,9 +16,9 @@ export async function caseView({ params }) {
   const isSession = state.status && state.status.caseId === caseId;
   const msg = h("div", { class: "slot" });
   return h("section", { class: "card", id: "case-view", "data-testid": "case", "data-case-id": caseId },
-    h("h1", {}, "Case ", h("code", { id: "case-view-id" }, caseId)),
-    isSession ? h("p", { class: "hint", id: "case-is-session" }, "This is the session's case: exports go here by default.")
-      : action(h("button", { type: "button", id: "case-make-session", class: "secondary" }, "Export to this case by default"), msg, async () => {
+    h("h1", {}, parts("case.title", { caseId: h("code", { id: "case-view-id" }, caseId) })),
+    isSession ? h("p", { class: "hint", id: "case-is-session" }, t("case.is_session"))
+      : action(h("button", { type: "button", id: "case-make-session", class: "secondary" }, t("case.make_session")), msg, async () => {
         await setCase(caseId);
         await refresh();
       }),

@@ -8,6 +8,7 @@ import { api, maxCaseId } from "../api.js";
 import { state, personName } from "../state.js";
 import { createWorkout, exportWorkout, workoutShown } from "../actions.js";
 import { action, showError } from "./common.js";
+import { t, parts, number } from "../i18n.js";
 
 // itemOf is the editor's model of one exercise of a workout answer.
 function itemOf(e) {
@@ -26,9 +27,11 @@ export async function editorView({ params, data }) {
 
 function header(w) {
   return h("p", { class: "meta", id: "workout-meta" },
-    w.template ? "Template" : ["For ", w.personId ? h("a", { href: `/app/persons/${encodeURIComponent(w.personId)}`, id: "workout-executor" }, w.executor || `#${w.personId}`) : "nobody"],
-    w.owner ? ` · by ${w.owner}` : "",
-    w.lastChangedAt ? ` · changed ${formatDate(w.lastChangedAt)}` : "");
+    w.template ? t("editor.template") : w.personId
+      ? parts("editor.for", { name: h("a", { href: `/app/persons/${encodeURIComponent(w.personId)}`, id: "workout-executor" }, w.executor || `#${w.personId}`) })
+      : t("editor.nobody"),
+    w.owner ? t("editor.by", { name: w.owner }) : "",
+    w.lastChangedAt ? t("editor.changed", { date: formatDate(w.lastChangedAt) }) : "");
 }
 
 function templateView(w) {
@@ -39,8 +42,8 @@ function templateView(w) {
     header(w),
     w.description ? paragraphs(w.description, { id: "workout-notes" }) : null,
     msg,
-    focus ? action(h("button", { type: "button", id: "template-use" }, "Use for ", personName(focus)), msg,
-      () => createWorkout({ personId: focus.id, templateId: w.id })) : h("p", { class: "hint" }, "Put a person in focus to use this template."),
+    focus ? action(h("button", { type: "button", id: "template-use" }, t("templates.use_for", { name: personName(focus) })), msg,
+      () => createWorkout({ personId: focus.id, templateId: w.id })) : h("p", { class: "hint" }, t("editor.use_hint")),
     h("ol", { class: "plan", id: "workout-items" }, (w.exercises || []).map((e) => h("li", { "data-testid": "workout-item" },
       h("h2", {}, h("a", { href: `/app/exercises/${encodeURIComponent(e.exerciseId)}` }, e.name)),
       h("p", { class: "dose" }, dose(e)), e.note ? h("p", { class: "note" }, e.note) : null))));
@@ -62,14 +65,14 @@ function editor(w) {
   let items = (w.exercises || []).map(itemOf);
   let current = w;
   const msg = h("div", { class: "slot", id: "editor-message" });
-  const dirtyNote = h("span", { class: "hint", id: "editor-dirty", hidden: true }, "Unsaved changes");
+  const dirtyNote = h("span", { class: "hint", id: "editor-dirty", hidden: true }, t("editor.unsaved"));
   const markDirty = () => { dirtyNote.hidden = false; };
   const title = h("input", { id: "workout-title-input", name: "title", maxlength: 200, required: true, value: w.name || "" });
   const notes = h("textarea", { id: "workout-notes-input", name: "notes", rows: 3, maxlength: 4000 }, w.description || "");
   title.addEventListener("input", markDirty);
   notes.addEventListener("input", markDirty);
   const list = h("ol", { class: "items", id: "editor-items" });
-  const heading = h("h1", { id: "workout-title" }, w.name || "(untitled plan)");
+  const heading = h("h1", { id: "workout-title" }, w.name || t("editor.untitled"));
 
   const move = (i, by) => {
     const j = i + by;
@@ -81,7 +84,7 @@ function editor(w) {
   };
   function draw() {
     if (items.length === 0) {
-      replace(list, h("li", { class: "hint", id: "editor-items-empty" }, "No exercises yet: add some from the catalogue below."));
+      replace(list, h("li", { class: "hint", id: "editor-items-empty" }, t("editor.no_items")));
       return;
     }
     replace(list, items.map((it, i) => {
@@ -91,16 +94,16 @@ function editor(w) {
         h("div", { class: "item-head" },
           h("h3", { id: `item-${n}-name` }, `${n}. `, h("a", { href: `/app/exercises/${encodeURIComponent(it.exerciseId)}` }, it.name)),
           h("span", { class: "buttons" },
-            h("button", { type: "button", class: "small secondary move-up", "aria-label": `Move ${it.name} up`, disabled: i === 0, on: { click: () => move(i, -1) } }, "↑ Up"),
-            h("button", { type: "button", class: "small secondary move-down", "aria-label": `Move ${it.name} down`, disabled: i === items.length - 1, on: { click: () => move(i, 1) } }, "↓ Down"),
-            h("button", { type: "button", class: "small danger remove", "aria-label": `Remove ${it.name}`, on: { click: () => { items.splice(i, 1); markDirty(); draw(); } } }, "Remove"))),
+            h("button", { type: "button", class: "small secondary move-up", "aria-label": t("editor.move_up", { name: it.name }), disabled: i === 0, on: { click: () => move(i, -1) } }, t("editor.up")),
+            h("button", { type: "button", class: "small secondary move-down", "aria-label": t("editor.move_down", { name: it.name }), disabled: i === items.length - 1, on: { click: () => move(i, 1) } }, t("editor.down")),
+            h("button", { type: "button", class: "small danger remove", "aria-label": t("editor.remove_label", { name: it.name }), on: { click: () => { items.splice(i, 1); markDirty(); draw(); } } }, t("editor.remove")))),
         h("div", { class: "dose-fields" },
-          numberInput(`item-${n}-sets`, "Sets", it.sets, set("sets"), 100),
-          numberInput(`item-${n}-reps`, "Reps", it.reps, set("reps"), 1000),
-          numberInput(`item-${n}-hold`, "Hold (s)", it.holdSeconds, set("holdSeconds"), 3600),
-          textInput(`item-${n}-load`, "Load", it.load, set("load"), 64),
-          numberInput(`item-${n}-rest`, "Rest (s)", it.restSeconds, set("restSeconds"), 3600)),
-        textInput(`item-${n}-note`, "Note", it.note, set("note"), 500));
+          numberInput(`item-${n}-sets`, t("editor.sets"), it.sets, set("sets"), 100),
+          numberInput(`item-${n}-reps`, t("editor.reps"), it.reps, set("reps"), 1000),
+          numberInput(`item-${n}-hold`, t("editor.hold"), it.holdSeconds, set("holdSeconds"), 3600),
+          textInput(`item-${n}-load`, t("editor.load"), it.load, set("load"), 64),
+          numberInput(`item-${n}-rest`, t("editor.rest"), it.restSeconds, set("restSeconds"), 3600)),
+        textInput(`item-${n}-note`, t("editor.note"), it.note, set("note"), 500));
     }));
   }
   draw();
@@ -115,13 +118,13 @@ function editor(w) {
     draw();
     dirtyNote.hidden = true;
     state.openWorkout = current;
-    replace(heading, current.name || "(untitled plan)");
-    replace(msg, h("p", { class: "info", id: "editor-saved" }, "Saved."));
+    replace(heading, current.name || t("editor.untitled"));
+    replace(msg, h("p", { class: "info", id: "editor-saved" }, t("editor.saved")));
   };
-  const saveButton = h("button", { type: "submit", id: "workout-save" }, "Save plan");
+  const saveButton = h("button", { type: "submit", id: "workout-save" }, t("editor.save"));
   const form = h("form", { id: "workout-form", class: "editor" },
-    field("Title", title), field("Notes", notes),
-    h("h2", {}, "Exercises"), list,
+    field(t("plan.title"), title), field(t("editor.notes"), notes),
+    h("h2", {}, t("editor.exercises")), list,
     h("div", { class: "actions" }, saveButton, dirtyNote), msg);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -153,31 +156,31 @@ function editor(w) {
 
 // addPanel searches the catalogue and adds an exercise to the plan.
 function addPanel(add) {
-  const q = h("input", { id: "add-exercise-q", name: "q", type: "search", placeholder: "e.g. squat, band, balance" });
+  const q = h("input", { id: "add-exercise-q", name: "q", type: "search", placeholder: t("add.placeholder") });
   const results = h("ul", { class: "results", id: "add-exercise-results" });
   const msg = h("div", { class: "slot" });
   const search = async () => {
     replace(msg);
     const { exercises = [] } = await api.exercises({ q: q.value.trim(), limit: 25 });
-    replace(results, exercises.length === 0 ? h("li", { class: "hint" }, "No exercise matches.")
+    replace(results, exercises.length === 0 ? h("li", { class: "hint" }, t("add.none"))
       : exercises.map((e) => h("li", { "data-testid": "add-exercise-result", "data-id": e.id },
         h("span", { class: "name" }, e.name), " ",
         h("span", { class: "meta" }, [e.category, e.bodyPart, e.equipment].filter(Boolean).join(" · ")), " ",
-        h("button", { type: "button", class: "small", "data-testid": "add-exercise", "data-id": e.id, "aria-label": `Add ${e.name}`, on: { click: () => add(e) } }, "Add"))));
+        h("button", { type: "button", class: "small", "data-testid": "add-exercise", "data-id": e.id, "aria-label": t("add.label", { name: e.name }), on: { click: () => add(e) } }, t("add.add")))));
   };
-  const button = h("button", { type: "submit", id: "add-exercise-search" }, "Search");
-  const form = h("form", { class: "search", id: "add-exercise-form", role: "search" }, field("Find an exercise", q), button);
+  const button = h("button", { type: "submit", id: "add-exercise-search" }, t("search.submit"));
+  const form = h("form", { class: "search", id: "add-exercise-form", role: "search" }, field(t("add.find"), q), button);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     search().catch((e) => showError(msg, e));
   });
   return h("section", { class: "card", id: "add-exercise", "aria-labelledby": "add-exercise-heading" },
-    h("h2", { id: "add-exercise-heading" }, "Add exercises"), form, msg, results);
+    h("h2", { id: "add-exercise-heading" }, t("add.title")), form, msg, results);
 }
 
 // exportPanel exports the saved plan to a case and lists the case's exports.
 function exportPanel(w, saveFirst) {
-  const caseInput = h("input", { id: "export-case-id", name: "caseId", maxlength: maxCaseId, value: (state.status && state.status.caseId) || "", placeholder: "The session's case when empty" });
+  const caseInput = h("input", { id: "export-case-id", name: "caseId", maxlength: maxCaseId, value: (state.status && state.status.caseId) || "", placeholder: t("export.placeholder") });
   const list = h("div", { id: "case-exports-slot" });
   const msg = h("div", { class: "slot" });
   const show = async (caseId) => {
@@ -185,17 +188,17 @@ function exportPanel(w, saveFirst) {
     const { exports = [] } = await api.caseExports(caseId);
     replace(list, exportsTable(caseId, exports));
   };
-  const button = action(h("button", { type: "button", id: "export-button" }, "Export to case"), msg, async () => {
+  const button = action(h("button", { type: "button", id: "export-button" }, t("export.button")), msg, async () => {
     await saveFirst();
     const e = await exportWorkout(w.id, caseInput.value.trim());
-    replace(msg, h("p", { class: "info", id: "export-done" }, `Exported ${e.filename} to case ${e.caseId}.`));
+    replace(msg, h("p", { class: "info", id: "export-done" }, t("export.done", { file: e.filename, caseId: e.caseId })));
     await show(e.caseId);
   });
   show(caseInput.value).catch((e) => showError(msg, e));
   const section = h("section", { class: "card", id: "export", "aria-labelledby": "export-heading" },
-    h("h2", { id: "export-heading" }, "Export to case"),
-    h("p", { class: "hint" }, "Saves the plan as a PDF in the case's archive."),
-    h("div", { class: "inline" }, field("Case id", caseInput), button), msg, list);
+    h("h2", { id: "export-heading" }, t("export.button")),
+    h("p", { class: "hint" }, t("export.hint")),
+    h("div", { class: "inline" }, field(t("export.case_id"), caseInput), button), msg, list);
   // window.svcApp.exportWorkout tells the open editor, so its list shows the new export.
   section.addEventListener("exported", (event) => {
     show(event.detail.caseId).catch((e) => showError(msg, e));
@@ -205,15 +208,15 @@ function exportPanel(w, saveFirst) {
 
 // exportsTable lists a case's exports with their download links.
 export function exportsTable(caseId, exports) {
-  if (exports.length === 0) return h("p", { class: "hint", id: "case-exports-empty" }, `No exports in case ${caseId} yet.`);
+  if (exports.length === 0) return h("p", { class: "hint", id: "case-exports-empty" }, t("exports.none", { caseId }));
   return h("table", { class: "list", id: "case-exports" },
-    h("caption", {}, "Exports in case ", h("code", {}, caseId)),
-    h("thead", {}, h("tr", {}, ["File", "Plan", "Created", "By", "Size"].map((t) => h("th", { scope: "col" }, t)))),
+    h("caption", {}, parts("exports.caption", { caseId: h("code", {}, caseId) })),
+    h("thead", {}, h("tr", {}, [t("exports.file"), t("exports.plan"), t("exports.created"), t("exports.by"), t("exports.size")].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, exports.map((e) => h("tr", { "data-testid": "case-export", "data-id": e.id },
       h("td", {}, h("a", { href: e.url || `/app/api/exports/${encodeURIComponent(e.id)}.pdf`, download: e.filename, class: "export-link" }, e.filename),
         h("br"), h("small", { class: "hash", title: `SHA-256 ${e.sha256}` }, `SHA-256 ${String(e.sha256 || "").slice(0, 12)}…`)),
       h("td", {}, h("a", { href: `/app/workouts/${encodeURIComponent(e.workoutId)}` }, `#${e.workoutId}`)),
       h("td", {}, formatDate(e.createdAt)),
       h("td", {}, e.createdBy || ""),
-      h("td", { class: "num" }, e.size ? `${Math.max(1, Math.round(e.size / 1024))} KiB` : "")))));
+      h("td", { class: "num" }, e.size ? t("exports.kib", { n: number(Math.max(1, Math.round(e.size / 1024))) }) : "")))));
 }

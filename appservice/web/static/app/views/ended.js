@@ -1,12 +1,13 @@
 // The "session ended" view: the session expired or was signed out while the page was open.
 
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export function endedView(role) {
   const member = role === "member";
   return h("section", { class: "card", id: "session-ended", "data-testid": "session-ended" },
-    h("h1", {}, "Session ended"),
-    member ? h("p", {}, "Your session has ended. Open Go again from the application of your clinic or center.")
-      : [h("p", {}, "Your session has ended. Open the link again from your partner application, or sign in."),
-        h("p", {}, h("a", { href: "/app/signin", id: "session-ended-signin", class: "button" }, "Sign in"))]);
+    h("h1", {}, t("ended.title")),
+    member ? h("p", {}, t("ended.member"))
+      : [h("p", {}, t("ended.instructor")),
+        h("p", {}, h("a", { href: "/app/signin", id: "session-ended-signin", class: "button" }, t("signin.submit")))]);
 }

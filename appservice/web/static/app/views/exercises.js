@@ -5,6 +5,7 @@
 import { h, field, select, dl, paragraphs } from "../dom.js";
 import { api } from "../api.js";
 import { formNavigate } from "../router.js";
+import { t } from "../i18n.js";
 
 let facetsOnce = null;
 
@@ -30,10 +31,10 @@ function exerciseQuery(query) {
 // searchFields are the exercise search's fields.
 function searchFields(q, f) {
   return h("div", { class: "search-fields" },
-    field("Search", h("input", { id: "exercise-q", name: "q", type: "search", value: q.q, placeholder: "Name or instructions" })),
-    field("Category", select("exercise-category", "category", "Any category", f.category, q.category)),
-    field("Body part", select("exercise-body-part", "bodyPart", "Any body part", f.bodyPart, q.bodyPart)),
-    field("Equipment", select("exercise-equipment", "equipment", "Any equipment", f.equipment, q.equipment)));
+    field(t("search.label"), h("input", { id: "exercise-q", name: "q", type: "search", value: q.q, placeholder: t("exercises.placeholder") })),
+    field(t("exercises.category"), select("exercise-category", "category", t("exercises.any_category"), f.category, q.category)),
+    field(t("exercises.body_part"), select("exercise-body-part", "bodyPart", t("exercises.any_body_part"), f.bodyPart, q.bodyPart)),
+    field(t("exercises.equipment"), select("exercise-equipment", "equipment", t("exercises.any_equipment"), f.equipment, q.equipment)));
 }
 
 export async function exercisesView({ query, data }) {
@@ -43,11 +44,11 @@ export async function exercisesView({ query, data }) {
     data ? Promise.resolve(data) : api.exercises({ ...q, limit: 100 }).then((r) => r.exercises || []),
   ]);
   const form = formNavigate(h("form", { class: "search", id: "exercise-search", role: "search" },
-    searchFields(q, f), h("button", { type: "submit", id: "exercise-search-submit" }, "Search")), "/app/exercises");
+    searchFields(q, f), h("button", { type: "submit", id: "exercise-search-submit" }, t("search.submit"))), "/app/exercises");
   return h("section", { class: "card", id: "exercises", "data-testid": "exercises" },
-    h("h1", {}, "Exercises"),
+    h("h1", {}, t("exercises.title")),
     form,
-    exercises.length === 0 ? h("p", { class: "hint", id: "exercises-empty" }, "No exercise matches.")
+    exercises.length === 0 ? h("p", { class: "hint", id: "exercises-empty" }, t("exercises.none"))
       : h("ul", { class: "results", id: "exercise-results" }, exercises.map((e) => h("li", { "data-testid": "exercise-result", "data-id": e.id },
         h("a", { href: `/app/exercises/${encodeURIComponent(e.id)}`, class: "exercise-link" }, e.name),
         h("span", { class: "meta" }, [e.category, e.bodyPart, e.equipment].filter(Boolean).join(" · "))))));
@@ -56,9 +57,9 @@ export async function exercisesView({ query, data }) {
 export async function exerciseView({ params }) {
   const e = await api.exercise(params.id);
   return h("article", { class: "card", id: "exercise", "data-testid": "exercise", "data-id": e.id },
-    h("p", {}, h("a", { href: "/app/exercises", id: "exercise-back" }, "← Exercises")),
+    h("p", {}, h("a", { href: "/app/exercises", id: "exercise-back" }, t("exercises.back"))),
     h("h1", { id: "exercise-name" }, e.name),
-    dl([["Category", e.category, "exercise-category"], ["Body part", e.bodyPart, "exercise-body-part"], ["Equipment", e.equipment, "exercise-equipment"]]),
-    h("h2", {}, "Instructions"),
+    dl([[t("exercises.category"), e.category, "exercise-category"], [t("exercises.body_part"), e.bodyPart, "exercise-body-part"], [t("exercises.equipment"), e.equipment, "exercise-equipment"]]),
+    h("h2", {}, t("exercises.instructions")),
     paragraphs(e.instructions, { id: "exercise-instructions", class: "instructions" }));
 }
