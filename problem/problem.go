@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -188,6 +189,17 @@ func Status(c Code) int {
 	return http.StatusBadRequest
 }
 
+// Codes returns every code that has a title and a status, sorted: for a catalogue that
+// translates each title, and the test that it misses none.
+func Codes() []Code {
+	codes := make([]Code, 0, len(kinds))
+	for c := range kinds {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	return codes
+}
+
 // Title is the short human summary of a code.
 func Title(c Code) string {
 	if k, ok := kinds[c]; ok {
@@ -272,8 +284,15 @@ func WritePage(w http.ResponseWriter, p Problem) error {
 // answers a form post is framed only where the form was: the pages of the partner that
 // posted it.
 func WriteFramedPage(w http.ResponseWriter, p Problem, frameAncestors []string) error {
+	return WritePageWith(w, p, frameAncestors, page)
+}
+
+// WritePageWith is WriteFramedPage with the page t, made by ParsePage with blocks of its
+// own (the page in another language: problem_lang, problem_detail, problem_code), answered
+// with the standalone page's headers.
+func WritePageWith(w http.ResponseWriter, p Problem, frameAncestors []string, t *template.Template) error {
 	var buf bytes.Buffer
-	if err := page.ExecuteTemplate(&buf, "problem", p); err != nil {
+	if err := t.ExecuteTemplate(&buf, "problem", p); err != nil {
 		return err
 	}
 	hdr := w.Header()
@@ -296,7 +315,8 @@ func WriteFramedPage(w http.ResponseWriter, p Problem, frameAncestors []string) 
 const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "
 
 // ParsePage adds the page to t as the template "problem", for a service that shows it
-// inside its own layout. The page's blocks problem_head (given the title), problem_detail,
+// inside its own layout, or in another language. The page's blocks problem_head (given the
+// title; its problem_lang is the page's lang attribute), problem_detail,
 // problem_code (the code, status and request id line) and problem_foot hold the
 // standalone page's parts; t replaces them by defining them
 // again in templates parsed after this call.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-pdf/fpdf"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
+	"github.com/partnergate/partnergate/i18n"
 )
 
 // Plan is what the printout shows.

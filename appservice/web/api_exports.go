@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/partnergate/partnergate/appservice/casepdf"
-	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/problem"
 )

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/problem"
 )
 

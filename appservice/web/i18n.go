@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -115,7 +115,7 @@ var languageNames = []language{{"en", "English"}, {"nb", "Norsk (bokmål)"}, {"s
 //	lang, languages            the page's language; every language with its own name
 func languageFuncs(lang string) template.FuncMap {
 	t := func(key string, args ...any) string { return i18n.T(lang, key, stringArgs(args)...) }
-	th := func(key string, args ...any) template.HTML { return htmlMessage(lang, key, args...) }
+	th := func(key string, args ...any) template.HTML { return i18n.HTML(lang, key, args...) }
 	return template.FuncMap{
 		"t":         t,
 		"th":        th,
@@ -123,57 +123,26 @@ func languageFuncs(lang string) template.FuncMap {
 		"lang":      func() string { return lang },
 		"day":       func(isoDate string) string { return i18n.Day(lang, isoDate) },
 		"languages": func() []language { return languageNames },
-		"el":        element,
+		"el":        i18n.Element,
 		"username": func(username, id string) template.HTML {
 			if username == "" {
 				return ""
 			}
-			return " (" + element("code", id, plain(username)) + ")"
+			return " (" + i18n.Element("code", id, plain(username)) + ")"
 		},
 		"partnerIDs": func(username, id string) template.HTML {
 			if username == "" {
-				return th("ids.id", "id", element("code", "", plain(id)))
+				return th("ids.id", "id", i18n.Element("code", "", plain(id)))
 			}
-			return th("ids.username_id", "username", element("code", "", plain(username)), "id", element("code", "", plain(id)))
+			return th("ids.username_id", "username", i18n.Element("code", "", plain(username)), "id", i18n.Element("code", "", plain(id)))
 		},
 		"requestID": func(id string) template.HTML {
 			if id == "" {
 				return ""
 			}
-			return th("problem.request", "request", element("code", "", id))
+			return th("problem.request", "request", i18n.Element("code", "", id))
 		},
 	}
-}
-
-// element is <tag id="id">text</tag> with text and id escaped, for th's placeholders.
-func element(tag, id, text string) template.HTML {
-	switch tag {
-	case "strong", "code", "span":
-	default:
-		panic("i18n element: tag " + tag + " not allowed")
-	}
-	attr := ""
-	if id != "" {
-		attr = ` id="` + template.HTMLEscapeString(id) + `"`
-	}
-	return template.HTML("<" + tag + attr + ">" + template.HTMLEscapeString(text) + "</" + tag + ">")
-}
-
-// htmlMessage is the message key in lang, escaped, with its placeholders filled: an
-// argument of type template.HTML as it is (made by element), anything else escaped.
-func htmlMessage(lang, key string, args ...any) template.HTML {
-	pairs := make([]string, 0, len(args))
-	for i := 0; i+1 < len(args); i += 2 {
-		name := "{" + fmt.Sprint(args[i]) + "}"
-		switch v := args[i+1].(type) {
-		case template.HTML:
-			pairs = append(pairs, name, string(v))
-		default:
-			pairs = append(pairs, name, template.HTMLEscapeString(fmt.Sprint(v)))
-		}
-	}
-	msg := template.HTMLEscapeString(i18n.T(lang, key))
-	return template.HTML(strings.NewReplacer(pairs...).Replace(msg))
 }
 
 func stringArgs(args []any) []string {
@@ -239,37 +208,13 @@ func translateServer(lang, english string) string {
 	return english
 }
 
-// problemTitles are the catalogue keys of the titles of the codes the app service answers
-// with; the problem package's English title stays the problem document's.
-var problemTitles = map[problem.Code]string{
-	problem.CodeNotFound:             "problem.title.not_found",
-	problem.CodeMethodNotAllowed:     "problem.title.method_not_allowed",
-	problem.CodeUnsupportedMediaType: "problem.title.unsupported_media_type",
-	problem.CodeBodyTooLarge:         "problem.title.body_too_large",
-	problem.CodeBodyUnreadable:       "problem.title.body_unreadable",
-	problem.CodeInternal:             "problem.title.internal_error",
-	problem.CodePayloadInvalid:       "problem.title.payload_invalid",
-	problem.CodeAssertionInvalid:     "problem.title.gateway_assertion_invalid",
-	problem.CodeAssertionReplayed:    "problem.title.gateway_assertion_replayed",
-	problem.CodeLoginCodeInvalid:     "problem.title.login_code_invalid",
-	problem.CodeLoginCodeUsed:        "problem.title.login_code_used",
-	problem.CodeLoginCodeExpired:     "problem.title.login_code_expired",
-	problem.CodeCSRFInvalid:          "problem.title.csrf_invalid",
-	problem.CodeSessionRequired:      "problem.title.session_required",
-	problem.CodeOriginForbidden:      "problem.title.origin_forbidden",
-	problem.CodeInvalidArgument:      "problem.title.invalid_argument",
-	problem.CodeRoleForbidden:        "problem.title.role_forbidden",
-	problem.CodeOrganizationRequired: "problem.title.organization_required",
-	problem.CodeUnavailable:          "problem.title.unavailable",
-}
-
 // localProblem is p as a page in the answer's language shows it: the title of its code
 // and its detail translated; code, status and request id unchanged. A title the Go code
 // set itself (not the code's) is a server.* message.
 func localProblem(w http.ResponseWriter, p problem.Problem) problem.Problem {
 	lang := answerLanguage(w)
-	if key, ok := problemTitles[problem.Code(p.Code)]; ok && p.Title == problem.Title(problem.Code(p.Code)) {
-		p.Title = i18n.T(lang, key)
+	if p.Title == problem.Title(problem.Code(p.Code)) {
+		p.Title = i18n.ProblemTitle(lang, problem.Code(p.Code))
 	} else {
 		p.Title = translateServer(lang, p.Title)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/linkspec"
 )
 

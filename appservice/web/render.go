@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/problem"
 )
 

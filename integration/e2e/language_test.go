@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/partnergate/partnergate/appservice/i18n"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/internal/harness/browser"
 )
 

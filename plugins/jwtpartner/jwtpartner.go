@@ -462,7 +462,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	rq := &request{start: start, requestID: requestID(repl)}
+	rq := &request{start: start, requestID: requestID(repl), header: r.Header}
 	repl.Map(rq.placeholder)
 
 	// Caddy sets no read_body timeout by default, and max_body_size bounds bytes, not

@@ -77,7 +77,7 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 		if rq.ps != nil {
 			ancestors = rq.ps.origins.ancestors
 		}
-		return problem.WriteFramedPage(w, p, ancestors)
+		return writePage(w, p, ancestors, rq.header.Get("Accept-Language"))
 	}
 	return problem.WriteJSON(w, p)
 }

@@ -55,6 +55,7 @@ type request struct {
 	bodyRead  bool         // the whole body was read (so the connection can be kept)
 	forwarded bool         // the request passed and goes to the next handler
 	errorCode problem.Code // the rejection's code
+	header    http.Header  // the request's: the refusal page's language is its Accept-Language
 
 	// After the next handler: the outcome when not accepted nor a rejection (upstream.go),
 	// the upstream's status, the class of its failure and the error, for the log line.

@@ -7,15 +7,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/partnergate/partnergate/problem"
 )
 
 // sources are the files that use the catalogue: the app service's templates, Go code and
-// page scripts, and the case PDF.
+// page scripts, the case PDF, and the gateway's refusal page.
 var sources = []struct{ dir, ext string }{
-	{"../web/templates", ".html"},
-	{"../web/static", ".js"},
-	{"../web", ".go"},
-	{"../casepdf", ".go"},
+	{"../appservice/web/templates", ".html"},
+	{"../appservice/web/static", ".js"},
+	{"../appservice/web", ".go"},
+	{"../appservice/casepdf", ".go"},
+	{"../plugins/jwtpartner", ".go"},
 }
 
 var (
@@ -82,6 +85,10 @@ func TestKeysUsed(t *testing.T) {
 			}
 		}
 	}
+	// A code's title is looked up by its code (ProblemTitle): TestProblemTitles holds those.
+	for _, c := range problem.Codes() {
+		used["problem.title."+string(c)] = true
+	}
 	text := all.String()
 	for _, k := range Keys(Default) {
 		if strings.HasPrefix(k, "server.") {
@@ -95,5 +102,29 @@ func TestKeysUsed(t *testing.T) {
 		if !used[k] {
 			t.Errorf("%q is unused: no template, script or Go code names it", k)
 		}
+	}
+}
+
+// TestProblemTitles: every code of the problem package has its title in the catalogue, so
+// a refusal page never shows an English title in another language, and the catalogue
+// holds no title of a code that does not exist.
+func TestProblemTitles(t *testing.T) {
+	codes := map[string]bool{}
+	for _, c := range problem.Codes() {
+		codes[string(c)] = true
+		if !Has("problem.title." + string(c)) {
+			t.Errorf("the catalogue has no title of %s", c)
+		}
+	}
+	if len(codes) < 40 {
+		t.Fatalf("problem.Codes() returned %d codes", len(codes))
+	}
+	for _, k := range Keys(Default) {
+		if c, ok := strings.CutPrefix(k, "problem.title."); ok && !codes[c] {
+			t.Errorf("%s is the title of %s, which is no code", k, c)
+		}
+	}
+	if got := ProblemTitle("nb", problem.CodeTokenExpired); got == problem.Title(problem.CodeTokenExpired) {
+		t.Errorf("ProblemTitle(nb, token_expired) = %q, the English title", got)
 	}
 }
