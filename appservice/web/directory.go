@@ -250,6 +250,9 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		h.directoryRefused(w, d, code, detail)
 		return
 	}
+	if u.Firstname == "" && u.Lastname == "" {
+		h.userInfo(ctx, d, p, tok, &u)
+	}
 	in, err := h.cfg.Store.DirectorySignIn(r.Context(), u)
 	if err != nil {
 		pr := h.failure(w, r, "Try again in a moment.")
@@ -297,6 +300,29 @@ func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provi
 		u.Username = u.Subject
 	}
 	return u, ""
+}
+
+// userInfo fills the names and e-mail the ID token left out (many providers give them
+// only at the userinfo endpoint) from the provider's userinfo for the same subject. They
+// are shown on the first-sight page only; a failure leaves them empty.
+func (h *Handler) userInfo(ctx context.Context, d *directory, p *oidc.Provider, tok *oauth2.Token, u *store.DirectoryUser) {
+	info, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil || info.Subject != u.Subject {
+		h.log.Info("directory user info not read", "directory", d.Name)
+		return
+	}
+	var c map[string]any
+	if err := info.Claims(&c); err != nil {
+		return
+	}
+	str := func(k string) string { s, _ := c[k].(string); return s }
+	u.Firstname, u.Lastname = str("given_name"), str("family_name")
+	if u.Email == "" && info.EmailVerified {
+		u.Email = info.Email
+	}
+	if v := str(d.UserClaim); v != "" && u.Username == u.Subject {
+		u.Username = v
+	}
 }
 
 func (h *Handler) directoryNow() time.Time {
