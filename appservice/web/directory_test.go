@@ -93,7 +93,7 @@ func providerIDToken(t *testing.T, p *oidcprovider.Provider, clientID, nonce str
 type cookieJar struct{ cookies []*http.Cookie }
 
 func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.cookies = append(j.cookies, cs...) }
-func (j *cookieJar) Cookies(*url.URL) []*http.Cookie        { return j.cookies }
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies }
 
 // TestDirectoryVerifyIDToken verifies real ID tokens of a real provider (zitadel/oidc's
 // example provider): a token issued to another client id, one past its lifetime and one
