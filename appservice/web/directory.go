@@ -51,6 +51,11 @@ type Directory struct {
 	// UserClaim is the ID token claim that names the user on the first-sight page;
 	// default preferred_username. Only (iss, sub) ever match the user to an account.
 	UserClaim string `json:"user_claim,omitempty"`
+	// PostLogoutRedirect, when true, asks the provider's RP-initiated logout to send the
+	// browser back to <public URL>/app/signed-out, which must then be registered at the
+	// provider as a post-logout redirect URI; false (the default) leaves the person on the
+	// provider's own signed-out page.
+	PostLogoutRedirect bool `json:"post_logout_redirect,omitempty"`
 }
 
 var directoryName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -353,7 +358,10 @@ func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request, d *di
 	h.setCookie(w, r, sessionCookie, "", -1)
 	target := "/app/signed-out"
 	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
-		q := url.Values{"client_id": {d.ClientID}, "post_logout_redirect_uri": {h.public.String() + "/app/signed-out"}}
+		q := url.Values{"client_id": {d.ClientID}}
+		if d.PostLogoutRedirect {
+			q.Set("post_logout_redirect_uri", h.public.String()+"/app/signed-out")
+		}
 		target = d.logout + "?" + q.Encode()
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)

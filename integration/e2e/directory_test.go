@@ -23,16 +23,18 @@ var anna = oidcprovider.User{ID: "dir-anna", Username: "anna@north-clinic.exampl
 
 // startDirectoryStack starts the stack with the directory "clinic" of partner demo, a real
 // OpenID provider (zitadel/oidc's example provider) whose client "web" is the service.
-func startDirectoryStack(t *testing.T, now func() time.Time) *stack {
+func startDirectoryStack(t *testing.T, now func() time.Time) (*stack, *oidcprovider.Provider) {
 	t.Helper()
-	return startStackWith(t, appstack.Config{
+	var p *oidcprovider.Provider
+	s := startStackWith(t, appstack.Config{
 		DirectoryNow: now,
 		Directories: func(public string) []web.Directory {
-			p := oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, anna)
+			p = oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, anna)
 			return []web.Directory{{Name: "clinic", Label: "North Clinic ID", Partner: "demo", Issuer: p.Issuer,
 				ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret}}
 		},
 	})
+	return s, p
 }
 
 // callbacks records the URLs the browser requested under the directory's callback and the
@@ -99,7 +101,7 @@ func problemShown(t *testing.T, ctx context.Context, code string) string {
 // form: the first time, the directory user is linked to her service account after its
 // password and the link question; later, the directory signs her in directly.
 func TestDirectorySignIn(t *testing.T) {
-	s := startDirectoryStack(t, nil)
+	s, p := startDirectoryStack(t, nil)
 	ctx := newBrowser(t)
 
 	step(t, ctx, "open the sign-in page", chromedp.Navigate(s.gateway.URL+"/app/signin"), chromedp.WaitVisible("#directory-clinic"))
@@ -139,14 +141,19 @@ func TestDirectorySignIn(t *testing.T) {
 
 	// Sign-out through the directory URL (the wrapper's AdfsUrl with signout=1) ends the
 	// service session.
+	// The provider offers RP-initiated logout: the browser ends on its signed-out page.
 	step(t, later, "directory sign-out", chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin?signout=1"),
-		chromedp.Sleep(500*time.Millisecond), chromedp.Navigate(s.gateway.URL+"/app"), chromedp.WaitVisible("#directory-clinic"))
+		chromedp.Poll[chromedp.Void](`location.pathname === "/logged-out"`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	if loc := eval[string](t, later, "location.href"); !strings.HasPrefix(loc, p.Issuer) {
+		t.Errorf("after the directory sign-out the browser is at %q, want the provider's signed-out page", loc)
+	}
+	step(t, later, "back to the service", chromedp.Navigate(s.gateway.URL+"/app"), chromedp.WaitVisible("#directory-clinic"))
 }
 
 // TestDirectoryRefusals: a tampered state, a replayed callback, a code used before and an
 // expired ID token are refused with a clear page and a stable code.
 func TestDirectoryRefusals(t *testing.T) {
-	s := startDirectoryStack(t, nil)
+	s, _ := startDirectoryStack(t, nil)
 
 	t.Run("wrong state", func(t *testing.T) {
 		ctx := newBrowser(t)
@@ -193,7 +200,7 @@ func TestDirectoryRefusals(t *testing.T) {
 // TestDirectoryExpiredToken: the provider's real ID token, read by a service whose clock is
 // two hours ahead (past the token's one-hour lifetime), is refused.
 func TestDirectoryExpiredToken(t *testing.T) {
-	s := startDirectoryStack(t, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	s, _ := startDirectoryStack(t, func() time.Time { return time.Now().Add(2 * time.Hour) })
 	ctx := newBrowser(t)
 	step(t, ctx, "start", chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin"))
 	providerLogin(t, ctx, "h1")
