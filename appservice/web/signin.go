@@ -23,6 +23,9 @@ type signinData struct {
 	// Directories are the directory sign-ins offered: the session's organization's, or
 	// every one when there is no organization yet.
 	Directories []*directory
+	// FromDirectory is set when Employee is a directory user (directory.go), not a
+	// partner's: the greeting says so.
+	FromDirectory bool
 }
 
 // greet fills d for the first-time employee e: the greeting, and both forms prefilled with
@@ -30,6 +33,7 @@ type signinData struct {
 // address or the username to sign in.
 func (d *signinData) greet(e *store.Employee) {
 	d.Employee, d.Signup = e, prefill(e)
+	d.FromDirectory = strings.HasPrefix(e.Partner, store.DirectoryPartner)
 	if d.Login == "" {
 		d.Login = e.Email
 	}

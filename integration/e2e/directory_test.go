@@ -114,8 +114,10 @@ func TestDirectorySignIn(t *testing.T) {
 	// the service account's password, then the link question.
 	step(t, ctx, "click the directory button", chromedp.Click("#directory-clinic"))
 	providerLogin(t, ctx, "#first-visit")
-	if got := words(textOf(t, ctx, "#first-visit")); !strings.HasPrefix(got, "Welcome, Anna Lind.") {
-		t.Errorf("first-sight page greets %q, want Anna Lind", got)
+	want := "Welcome, Anna Lind. This is the first time you sign in with your organization's directory. " +
+		"Sign in with your service account, or create one below: later directory sign-ins will take you there directly."
+	if got := words(textOf(t, ctx, "#first-visit")); got != want {
+		t.Errorf("first-sight page #first-visit = %q, want %q", got, want)
 	}
 	screenshot(t, ctx, "first-sight")
 	step(t, ctx, "sign in with the service account",
