@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,62 @@ func TestDirectoryVerifyIDToken(t *testing.T) {
 				t.Errorf("verifyIDToken(%s) user = %+v, want iss %s, sub dir-anna, partner demo", tc.name, u, p.Issuer)
 			}
 		})
+	}
+}
+
+// newDirectoryFixture is newFixture with directories.
+func newDirectoryFixture(t *testing.T, ds ...Directory) *fixture {
+	t.Helper()
+	f := newFixture(t, "http://localhost:8080")
+	dirs, err := newDirectories(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.dirs = dirs
+	return f
+}
+
+// TestDirectoryUnavailable: a provider that does not answer is a 503 page with its code
+// and Retry-After, not an error of ours.
+func TestDirectoryUnavailable(t *testing.T) {
+	f := newDirectoryFixture(t, Directory{Name: "down", Label: "Down ID", Partner: "demo", Issuer: "http://127.0.0.1:1/", ClientID: "web"})
+	res, b := newBrowser(t, f.h).get("/app/directory/down/signin")
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(b, "directory_unavailable") {
+		t.Errorf("GET signin of a provider that is down = %d (Retry-After %q), want 503 directory_unavailable with Retry-After:\n%s",
+			res.StatusCode, res.Header.Get("Retry-After"), b)
+	}
+	if res, _ := newBrowser(t, f.h).get("/app/directory/nosuch/signin"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET signin of an unknown directory = %d, want 404", res.StatusCode)
+	}
+}
+
+// TestDirectoryButtons: the sign-in page offers the directories of the first-time
+// employee's organization (its own and its partner's), every one without a session.
+func TestDirectoryButtons(t *testing.T) {
+	f := newDirectoryFixture(t,
+		Directory{Name: "north", Label: "North ID", Partner: "demo", Organization: "org-1", Issuer: "http://127.0.0.1:1/", ClientID: "web"},
+		Directory{Name: "south", Label: "South ID", Partner: "demo", Organization: "org-2", Issuer: "http://127.0.0.1:1/", ClientID: "web"},
+		Directory{Name: "demo-all", Label: "Demo SSO", Partner: "demo", Issuer: "http://127.0.0.1:1/", ClientID: "web"},
+		Directory{Name: "other", Label: "Other ID", Partner: "other", Issuer: "http://127.0.0.1:1/", ClientID: "web"})
+	buttons := regexp.MustCompile(`id="directory-([a-z0-9-]+)" href=`)
+	ids := func(b string) string {
+		var out []string
+		for _, m := range buttons.FindAllStringSubmatch(b, -1) {
+			out = append(out, m[1])
+		}
+		return strings.Join(out, ",")
+	}
+	_, b := newBrowser(t, f.h).get("/app/signin")
+	if got := ids(b); got != "north,south,demo-all,other" {
+		t.Errorf("sign-in page without a session offers %q, want every directory", got)
+	}
+	if !strings.Contains(b, "Sign in with North ID") {
+		t.Errorf("sign-in page lacks the button text Sign in with North ID")
+	}
+	br := newBrowser(t, f.h)
+	br.login(f.link(t, mainPayload(), "main")) // a first-time employee of demo's org-1
+	_, b = br.get("/app/signin")
+	if got := ids(b); got != "north,demo-all" {
+		t.Errorf("first-sight page of demo's org-1 offers %q, want north,demo-all", got)
 	}
 }

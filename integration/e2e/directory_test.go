@@ -196,6 +196,19 @@ func TestDirectoryRefusals(t *testing.T) {
 		step(t, ctx, "used code, fresh state", chromedp.Navigate(u.String()))
 		problemShown(t, ctx, "directory_refused")
 		screenshot(t, ctx, "replayed-code")
+
+		// The log tells the outcomes, never the code or the state.
+		logs := s.appLogs.String()
+		for _, secret := range []string{q.Get("code"), q.Get("state")} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("the app service's log carries a code or state of the sign-in")
+			}
+		}
+		for _, outcome := range []string{`"outcome":"directory_state_invalid"`, `"outcome":"directory_refused"`} {
+			if !strings.Contains(logs, outcome) {
+				t.Errorf("the app service's log lacks %s", outcome)
+			}
+		}
 	})
 }
 
