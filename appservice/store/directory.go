@@ -35,7 +35,13 @@ type DirectoryUser struct {
 // completes, with the account's password and the link question, or with a new account. A
 // partner link's employee and a directory user who are the same person end on the same
 // account because both are linked to it, each after that account's password.
-func (s *Store) DirectorySignIn(ctx context.Context, u DirectoryUser) (*SignedIn, error) {
+//
+// When pendingToken names a pending first-sight session of a partner user (the directory
+// button pressed on that user's first-sight page) and the directory user is linked
+// already, the new session takes it over as SignIn does: the partner user's organization,
+// person and case, and the link question for the partner user, so that both end on the
+// one account only after the person confirms.
+func (s *Store) DirectorySignIn(ctx context.Context, u DirectoryUser, pendingToken string) (*SignedIn, error) {
 	if u.Issuer == "" || u.Subject == "" {
 		return nil, errors.New("directory user needs an issuer and a subject")
 	}
@@ -74,7 +80,15 @@ VALUES (?, NULL, ?, ?, ?, ?)`), tokenHash, p.employee, p.org, now, now+s.opts.Pe
 				return err
 			}
 		} else {
-			if p.org.Valid {
+			pp, err := s.takePending(ctx, tx, pendingToken, now)
+			if err != nil {
+				return err
+			}
+			if pp.employee.Valid && pp.employee != p.employee {
+				// The organization's membership waits for the link's confirmation
+				// (ConfirmLink), as after SignIn.
+				p = pp
+			} else if p.org.Valid {
 				if err := s.addMembership(ctx, tx, account.Int64, p.org.Int64, now); err != nil {
 					return err
 				}

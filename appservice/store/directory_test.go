@@ -21,7 +21,7 @@ func TestDirectorySignIn(t *testing.T) {
 			u := DirectoryUser{Issuer: "https://idp.example/", Subject: "sub-1", Username: "anna", Firstname: "Anna", Lastname: "Lind",
 				Email: "coach@service.example", Partner: "demo", PartnerOrgID: "org1"}
 
-			first, err := s.DirectorySignIn(ctx, u)
+			first, err := s.DirectorySignIn(ctx, u, "")
 			if err != nil {
 				t.Fatalf("DirectorySignIn = %v", err)
 			}
@@ -37,7 +37,7 @@ func TestDirectorySignIn(t *testing.T) {
 				t.Fatalf("ConfirmLink = %v, %v, want linked", linked, err)
 			}
 
-			later, err := s.DirectorySignIn(ctx, u)
+			later, err := s.DirectorySignIn(ctx, u, "")
 			if err != nil {
 				t.Fatalf("later DirectorySignIn = %v", err)
 			}
@@ -46,9 +46,28 @@ func TestDirectorySignIn(t *testing.T) {
 				t.Errorf("later session = %+v, want coach signed in directly in org %d", later.Session, org)
 			}
 
+			// The directory button pressed on a partner user's first-sight page: the linked
+			// directory user's account takes over the partner user's pending session, with
+			// the link question for the partner user.
+			link := mustResolve(t, s, mainLink("e2", "org1", "c2"))
+			ex, err := s.ExchangeCode(ctx, link.Code)
+			if err != nil || !ex.Session.Pending {
+				t.Fatalf("ExchangeCode = %+v, %v, want a pending first-sight session", ex, err)
+			}
+			took, err := s.DirectorySignIn(ctx, u, ex.Token)
+			if err != nil {
+				t.Fatalf("DirectorySignIn from a partner user's first-sight page = %v", err)
+			}
+			if !took.Session.ConfirmLink || took.Session.Employee == nil || took.Session.Employee.PartnerID != "e2" || took.Session.Account.Username != "coach" {
+				t.Errorf("session = %+v, want coach asked to link partner user e2", took.Session)
+			}
+			if linked, err := s.ConfirmLink(ctx, took.Token, true); err != nil || !linked {
+				t.Errorf("ConfirmLink(partner user e2) = %v, %v, want linked to coach", linked, err)
+			}
+
 			other := u
 			other.Issuer = "https://other-idp.example/"
-			o, err := s.DirectorySignIn(ctx, other)
+			o, err := s.DirectorySignIn(ctx, other, "")
 			if err != nil || !o.Session.Pending {
 				t.Errorf("same subject, another issuer = %+v, %v, want a first sight (pending)", o, err)
 			}

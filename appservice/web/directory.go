@@ -258,7 +258,7 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 	if u.Firstname == "" && u.Lastname == "" {
 		h.userInfo(ctx, d, p, tok, &u)
 	}
-	in, err := h.cfg.Store.DirectorySignIn(r.Context(), u)
+	in, err := h.cfg.Store.DirectorySignIn(r.Context(), u, h.cookie(r, sessionCookie))
 	if err != nil {
 		pr := h.failure(w, r, "Try again in a moment.")
 		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", pr.Code, "error", err.Error())
