@@ -141,6 +141,21 @@ func TestDirectorySignIn(t *testing.T) {
 	}
 	screenshot(t, later, "later-sign-in")
 
+	// A partner link of a partner user the service has not seen: its first-sight page
+	// offers the directory too, and the directory user, linked to Coach Carter, takes the
+	// partner user to the same account after the link question.
+	partner := newBrowser(t)
+	step(t, partner, "partner link, first sight", chromedp.Navigate(s.linkURL(t, mainPayload("emp-dir-1", "contact-dir-1", "Per", "Hansen", "1970-02-03"))),
+		chromedp.WaitVisible("#directory-clinic"), chromedp.Click("#directory-clinic"))
+	providerLogin(t, partner, "#link-confirm")
+	if got := words(textOf(t, partner, "#link-employee-id")); got != "emp-dir-1" {
+		t.Errorf("link question after the directory sign-in names partner user %q, want emp-dir-1", got)
+	}
+	step(t, partner, "link the partner user", chromedp.Click("#link-confirm"), chromedp.WaitVisible("#account"))
+	if got := textOf(t, partner, "#account"); got != "Coach Carter" {
+		t.Errorf("partner user linked through the directory lands as %q, want Coach Carter", got)
+	}
+
 	// Sign-out through the directory URL (the wrapper's AdfsUrl with signout=1) ends the
 	// service session.
 	// The provider offers RP-initiated logout: the browser ends on its signed-out page.
