@@ -136,6 +136,20 @@ func (ds *directories) forOrganization(org *store.Organization) []*directory {
 	return out
 }
 
+// label is the label of the directory whose user e is, or "" for a partner's user.
+func (ds *directories) label(e *store.Employee) string {
+	if e == nil || !strings.HasPrefix(e.Partner, store.DirectoryPartner) {
+		return ""
+	}
+	issuer := strings.TrimPrefix(e.Partner, store.DirectoryPartner)
+	for _, d := range ds.list {
+		if d.Issuer == issuer {
+			return d.Label
+		}
+	}
+	return issuer
+}
+
 // discover returns the directory's provider, fetching its discovery document the first
 // time; a failure is tried again on the next sign-in.
 func (d *directory) discover(ctx context.Context) (*oidc.Provider, error) {

@@ -26,6 +26,8 @@ type signinData struct {
 	// FromDirectory is set when Employee is a directory user (directory.go), not a
 	// partner's: the greeting says so.
 	FromDirectory bool
+	// DirectoryLabel is that directory's label.
+	DirectoryLabel string
 }
 
 // greet fills d for the first-time employee e: the greeting, and both forms prefilled with
@@ -60,6 +62,7 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 		org = s.Organization
 	}
 	d.Directories = h.dirs.forOrganization(org)
+	d.DirectoryLabel = h.dirs.label(d.Employee)
 	h.render(w, http.StatusOK, "signin", d)
 }
 
@@ -115,6 +118,7 @@ func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int
 		org = s.Organization
 	}
 	d.Directories = h.dirs.forOrganization(org)
+	d.DirectoryLabel = h.dirs.label(d.Employee)
 	h.render(w, status, "signin", d)
 }
 

@@ -119,6 +119,14 @@ func TestDirectorySignIn(t *testing.T) {
 	if got := words(textOf(t, ctx, "#first-visit")); got != want {
 		t.Errorf("first-sight page #first-visit = %q, want %q", got, want)
 	}
+	want = "No service account yet? Create one for Anna Lind, whom the directory North Clinic ID knows as anna@north-clinic.example. " +
+		"Later sign-ins with that directory go to it directly, so create it only if this is you."
+	if got := words(textOf(t, ctx, "#signup-who")); got != want {
+		t.Errorf("first-sight page #signup-who = %q, want %q", got, want)
+	}
+	if n := count(t, ctx, "#directory-clinic"); n != 0 {
+		t.Errorf("the directory user's own first-sight page offers the directory again")
+	}
 	screenshot(t, ctx, "first-sight")
 	step(t, ctx, "sign in with the service account",
 		chromedp.SetValue("#login", "instructor"), chromedp.SendKeys("#password", password),
