@@ -5,11 +5,13 @@
 package appservice
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,6 +86,12 @@ type Config struct {
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
 	SignInConcurrency int
+	// Directories are the OpenID Connect providers staff sign in with (web.Directory);
+	// each one's ClientSecret is read from its ClientSecretEnv when empty. None by default.
+	Directories []web.Directory
+	// DirectoryNow is the clock ID tokens are checked against; time.Now when nil. Only
+	// tests set it (to see a real token expire); no flag does.
+	DirectoryNow func() time.Time
 	// Logger is the structured logger; discard when nil.
 	Logger *slog.Logger
 	// Stdout receives the generated first password; os.Stdout when nil.
@@ -155,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
 		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, HeaderPrefix: cfg.HeaderPrefix, Logger: cfg.Logger,
-		SignInConcurrency: cfg.SignInConcurrency,
+		SignInConcurrency: cfg.SignInConcurrency, Directories: directorySecrets(cfg.Directories), DirectoryNow: cfg.DirectoryNow,
 	})
 	if err != nil {
 		st.Close()
@@ -325,4 +334,32 @@ func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// directorySecrets returns ds with each empty client secret read from its environment
+// variable.
+func directorySecrets(ds []web.Directory) []web.Directory {
+	out := slices.Clone(ds)
+	for i := range out {
+		if out[i].ClientSecret == "" && out[i].ClientSecretEnv != "" {
+			out[i].ClientSecret = os.Getenv(out[i].ClientSecretEnv)
+		}
+	}
+	return out
+}
+
+// ReadDirectories reads a directories file: a JSON array of web.Directory, secrets named
+// by client_secret_env and never in the file.
+func ReadDirectories(path string) ([]web.Directory, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ds []web.Directory
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ds); err != nil {
+		return nil, fmt.Errorf("reading directories %s: %v", path, err)
+	}
+	return ds, nil
 }

@@ -20,6 +20,14 @@ type signinData struct {
 	// account (Signup) instead of signing in.
 	Employee *store.Employee
 	Signup   signupForm
+	// Directories are the directory sign-ins offered: the session's organization's, or
+	// every one when there is no organization yet.
+	Directories []*directory
+	// FromDirectory is set when Employee is a directory user (directory.go), not a
+	// partner's: the greeting says so.
+	FromDirectory bool
+	// DirectoryLabel is that directory's label.
+	DirectoryLabel string
 }
 
 // greet fills d for the first-time employee e: the greeting, and both forms prefilled with
@@ -27,6 +35,7 @@ type signinData struct {
 // address or the username to sign in.
 func (d *signinData) greet(e *store.Employee) {
 	d.Employee, d.Signup = e, prefill(e)
+	d.FromDirectory = strings.HasPrefix(e.Partner, store.DirectoryPartner)
 	if d.Login == "" {
 		d.Login = e.Email
 	}
@@ -48,6 +57,12 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	if s != nil && s.Employee != nil {
 		d.greet(s.Employee)
 	}
+	var org *store.Organization
+	if s != nil {
+		org = s.Organization
+	}
+	d.Directories = h.dirs.forOrganization(org)
+	d.DirectoryLabel = h.dirs.label(d.Employee)
 	h.render(w, http.StatusOK, "signin", d)
 }
 
@@ -97,9 +112,13 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 // first-time employee, the greeting.
 func (h *Handler) signinError(w http.ResponseWriter, r *http.Request, status int, login, msg string) {
 	d := signinData{CSRF: h.csrfToken(w, r), Login: login, Error: msg}
+	var org *store.Organization
 	if s := h.session(r); s != nil && s.Pending && s.Employee != nil {
 		d.greet(s.Employee)
+		org = s.Organization
 	}
+	d.Directories = h.dirs.forOrganization(org)
+	d.DirectoryLabel = h.dirs.label(d.Employee)
 	h.render(w, status, "signin", d)
 }
 
@@ -120,7 +139,7 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
-	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true})
+	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true, Directories: h.dirs.list})
 }
 
 // readSignInForm reads a posted sign-in page form (at most 8 KiB) and checks its CSRF

@@ -60,6 +60,12 @@ type Config struct {
 	// Retry-After (deadline.go). DefaultDatabaseTimeout when 0; it must stay below the
 	// server's write timeout, or the client is cut off before it hears why.
 	DatabaseTimeout time.Duration
+	// Directories are the OpenID Connect providers that organizations' staff sign in with
+	// (directory.go); none by default.
+	Directories []Directory
+	// DirectoryNow is the clock the directories' ID tokens are checked against; Now when
+	// nil. Tests set it to see a real token expire; no flag sets it.
+	DirectoryNow func() time.Time
 }
 
 // Handler serves the app service.
@@ -72,6 +78,7 @@ type Handler struct {
 	mux          *http.ServeMux
 	log          *slog.Logger
 	signIns      *signInGuard
+	dirs         *directories
 	// running counts the routes serveWithDeadline started, which may outlive their request.
 	running sync.WaitGroup
 }
@@ -128,10 +135,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.DatabaseTimeout < 0 {
 		return nil, errors.New("database timeout is negative")
 	}
+	dirs, err := newDirectories(cfg.Directories)
+	if err != nil {
+		return nil, err
+	}
 	m := hmac.New(sha256.New, cfg.AppSecret)
 	m.Write([]byte("partnergate-csrf-key-v1"))
 	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
-		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now)}
+		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now), dirs: dirs}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
 	h.mux.HandleFunc("GET /app/login", h.loginPage)
@@ -143,6 +154,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("POST /app/link", h.confirmLink)
 	h.mux.HandleFunc("POST /app/signout", h.signout)
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
+	h.mux.HandleFunc("GET /app/directory/{name}/signin", h.directorySignIn)
+	h.mux.HandleFunc("GET /app/directory/{name}/callback", h.directoryCallback)
 	for _, p := range instructorViews {
 		h.mux.HandleFunc("GET "+p, h.appShell)
 	}

@@ -61,11 +61,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.DemoMember, "demo-member", env("PARTNERGATE_APP_DEMO_MEMBER", ""), "with -demo-org, also seed the contact of the Go link payload in `file` (JSON) with a plan, as that link would resolve it (env PARTNERGATE_APP_DEMO_MEMBER)")
 	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
 	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", strconv.Itoa(web.DefaultSignInConcurrency)), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
+	directories := fl.String("directories", env("PARTNERGATE_APP_DIRECTORIES", ""), "JSON `file` of the OpenID Connect providers staff sign in with, each secret named by its client_secret_env (env PARTNERGATE_APP_DIRECTORIES; docs/operations.md)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
 	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
 	} else if err != nil {
 		return 2
+	}
+	if *directories != "" {
+		ds, err := appservice.ReadDirectories(*directories)
+		if err != nil {
+			fmt.Fprintln(stderr, "appservice:", err)
+			return 2
+		}
+		cfg.Directories = ds
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

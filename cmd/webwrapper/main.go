@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"os/user"
@@ -174,6 +175,12 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 	if c := startCulture(args); c != "" {
 		opts.Language = c // the culture argument of the start that opens the window
 	}
+	var signOutURL string
+	if adfs := strings.TrimSpace(w.cfg.String(config.AdfsUrl)); adfs != "" && w.flags.appURL == "" {
+		// Directory sign-in: the window starts at the directory's sign-in with the
+		// external user as its signon (the provider's login hint), and signs out there.
+		opts.URL, signOutURL = adfsURL(adfs, "signon", startSignon(args, w.external())), adfsURL(adfs, "signout", "1")
+	}
 	opts.URL = cultureURL(opts.URL, opts.Language)
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
@@ -186,6 +193,7 @@ func (w *wrapper) run(ctx context.Context, args []string, inst *instance.Instanc
 		Relaunch:       func(ctx context.Context) (engine.Engine, error) { return w.openWindow(ctx, w.reopenOptions(opts)) },
 		Links:          w.links(),
 		External:       w.external(),
+		SignOutURL:     signOutURL,
 		Logger:         w.log,
 		EnableLog:      w.logs.enable,
 	})
@@ -489,17 +497,37 @@ func startCulture(args []string) string {
 	return c
 }
 
-// sessionKey names the kept session of the window after the external user this start
-// signs on as (its signon argument, else the operating-system user with
-// SignonWithWindowsUser), so that a start with another external user finds no session and
-// asks for a sign-in, while the same user comes back signed in.
-func sessionKey(args []string, osUser string) string {
+// startSignon is the external user a start signs on as: its signon argument, else the
+// operating-system user with SignonWithWindowsUser, else "".
+func startSignon(args []string, osUser string) string {
 	user := osUser
 	for _, a := range args {
 		if k, v, ok := arguments.Pair(a); ok && strings.EqualFold(k, "signon") && strings.TrimSpace(v) != "" {
 			user = strings.TrimSpace(v)
 		}
 	}
+	return user
+}
+
+// adfsURL is the AdfsUrl setting with key=value added to its query, as the original
+// appended signon=<user> and signout=1; an empty value adds nothing.
+func adfsURL(adfs, key, value string) string {
+	u, err := url.Parse(adfs)
+	if err != nil || value == "" {
+		return adfs
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// sessionKey names the kept session of the window after the external user this start
+// signs on as (its signon argument, else the operating-system user with
+// SignonWithWindowsUser), so that a start with another external user finds no session and
+// asks for a sign-in, while the same user comes back signed in.
+func sessionKey(args []string, osUser string) string {
+	user := startSignon(args, osUser)
 	if user == "" {
 		return ""
 	}

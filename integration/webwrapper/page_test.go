@@ -32,7 +32,13 @@ var shots = map[string]int{}
 // target on the stack's origin. Leaving it detaches and keeps the window open.
 func (w *wrapper) attach(t *testing.T) *page {
 	t.Helper()
-	origin := w.d.stack.Gateway.URL + "/"
+	return w.attachTo(t, w.d.stack.Gateway.URL+"/")
+}
+
+// attachTo is attach to the window whose page is on origin (a directory's login form for
+// one that starts at AdfsUrl).
+func (w *wrapper) attachTo(t *testing.T, origin string) *page {
+	t.Helper()
 	var id string
 	poll(t, 60*time.Second, "the wrapper's window on "+origin, func() (bool, string) {
 		select {

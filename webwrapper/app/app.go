@@ -43,6 +43,10 @@ type Options struct {
 	Relaunch func(ctx context.Context) (engine.Engine, error)
 	// Links are the single sign-on links; nil when RememberLoggedInUser is off.
 	Links *signon.Store
+	// SignOutURL, when set (the AdfsUrl setting with signout=1), is where the window goes
+	// to sign out: the directory sign-in's sign-out, which ends the service session and the
+	// directory's. Empty: the page's own sign-out.
+	SignOutURL string
 	// External is the external user before any signon command: the operating-system user
 	// when SignonWithWindowsUser is on, else empty.
 	External string
@@ -324,7 +328,11 @@ func (a *App) close(ctx context.Context) {
 	a.mu.Unlock()
 	if eng != nil && signedIn {
 		cctx, cancel := context.WithTimeout(ctx, a.o.Wait)
-		if err := eng.Call(cctx, "signOut", nil, nil); err != nil {
+		if a.o.SignOutURL != "" {
+			if err := eng.Navigate(cctx, a.o.SignOutURL); err != nil {
+				a.o.Logger.Warn("signing out at close", "error", callError(err, cctx))
+			}
+		} else if err := eng.Call(cctx, "signOut", nil, nil); err != nil {
 			a.o.Logger.Warn("signing out at close", "error", callError(err, cctx))
 		}
 		cancel()

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/partnergate/partnergate/appservice"
+	"github.com/partnergate/partnergate/appservice/web"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 )
@@ -27,6 +29,11 @@ type Config struct {
 	FrameAncestors   string   // the app service's; empty: its default
 	Origins          []string // the demo partner's origins (its form pages); none: any page
 	HeaderPrefix     string   // the gateway's header_prefix and the app service's; empty: the default
+	// Directories, when set, gives the app service's directory sign-ins for the gateway's
+	// public URL (their redirect URIs are under it), called once the gateway runs.
+	Directories func(publicURL string) []web.Directory
+	// DirectoryNow is the app service's ID token clock; time.Now when nil.
+	DirectoryNow func() time.Time
 }
 
 // Stack is a running gateway in front of an app service.
@@ -81,7 +88,13 @@ http://127.0.0.1:{{.Port}} {
 			Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
 			Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
 		})
+		var dirs []web.Directory
+		if c.Directories != nil {
+			dirs = c.Directories(s.Gateway.URL)
+		}
 		s.App, err = appservice.Start(context.Background(), appservice.Config{
+			Directories:    dirs,
+			DirectoryNow:   c.DirectoryNow,
 			Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
 			Database:       filepath.Join(dir, "app.db"),
 			SecretFile:     filepath.Join(dir, "app.secret"),
