@@ -152,6 +152,19 @@ func (ds *directories) label(e *store.Employee) string {
 
 // discover returns the directory's provider, fetching its discovery document the first
 // time; a failure is tried again on the next sign-in.
+// discover returns d's provider, or answers 503 directory_unavailable when its discovery
+// document cannot be read (a provider that is down).
+func (h *Handler) discover(w http.ResponseWriter, r *http.Request, d *directory) (*oidc.Provider, bool) {
+	p, err := d.discover(r.Context())
+	if err != nil {
+		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", problem.CodeDirectoryUnavailable, "error", err.Error())
+		w.Header().Set("Retry-After", retryAfter)
+		h.fail(w, problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable))
+		return nil, false
+	}
+	return p, true
+}
+
 func (d *directory) discover(ctx context.Context) (*oidc.Provider, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -196,11 +209,8 @@ func (h *Handler) directorySignIn(w http.ResponseWriter, r *http.Request) {
 		h.directorySignOut(w, r, d)
 		return
 	}
-	p, err := d.discover(r.Context())
-	if err != nil {
-		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", problem.CodeDirectoryUnavailable, "error", err.Error())
-		w.Header().Set("Retry-After", retryAfter)
-		h.fail(w, problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable))
+	p, ok := h.discover(w, r, d)
+	if !ok {
 		return
 	}
 	f := directoryFlow{Directory: d.Name, State: randomWord(), Nonce: randomWord(), Verifier: oauth2.GenerateVerifier(),
@@ -235,11 +245,8 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		h.directoryRefused(w, d, problem.CodeDirectoryRefused, msgDirectoryRefused)
 		return
 	}
-	p, err := d.discover(r.Context())
-	if err != nil {
-		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", problem.CodeDirectoryUnavailable, "error", err.Error())
-		w.Header().Set("Retry-After", retryAfter)
-		h.fail(w, problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable))
+	p, ok := h.discover(w, r, d)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
