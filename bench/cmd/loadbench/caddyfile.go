@@ -25,6 +25,8 @@ type caddyConfig struct {
 	Partner  string
 	Issuer   string
 	Audience string
+	// Algorithm is the partner's one algorithm (-alg): RS256, PS256 or ES256.
+	Algorithm string
 }
 
 // The baseline reads and forwards the request body; the gateway reads it as the token and
@@ -66,7 +68,7 @@ http://{{.Listen}} {
 			partner {{.Partner}} {
 				issuer     {{.Issuer}}
 				audience   {{.Audience}}
-				algorithms RS256
+				algorithms {{.Algorithm}}
 {{- if .JWKSURL}}
 				jwks_url   {{.JWKSURL}}
 {{- if .Cooldown}}

@@ -54,7 +54,7 @@ func (s *suite) machine() []string {
 		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); wrk, upstream and Redis on CPU %s (the upstream with GOMAXPROCS=1); nice %d", s.gwCPU, s.genCPU, niceness),
 		fmt.Sprintf("load: %s with bench/wrk/partner.lua, %d process(es) of 1 thread, %d connections in all, closed loop; per phase a %v warmup run, then a %v measured run; %d rounds; unknown-kid flood: a second wrk with %d connections, key set refresh_cooldown %v",
 			strings.TrimSpace(wrkName), s.procs, s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
-		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens; key set from jwks_%s", benchPath, benchContentType, len(s.pool[0]), benchRSABits, s.jwksMode),
+		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte token, %s; the baseline sends the same tokens; key set from jwks_%s", benchPath, benchContentType, len(s.pool[0]), s.mix, s.jwksMode),
 		fmt.Sprintf("upstream: %s", s.upstreamShape()),
 		fmt.Sprintf("load average at start: %s", firstLine(load)),
 	}
@@ -100,7 +100,7 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 }
 
 func fetchCol(r phaseResult) string {
-	if r.Phase == phaseBaseline {
+	if config(r.Phase) == phaseBaseline {
 		return "-"
 	}
 	return fmt.Sprint(r.Fetches)
@@ -167,7 +167,7 @@ func (s *suite) report() error {
 	}
 	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sums := map[string]summary{}
-	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseMemoryCompare, phaseRedisCompare} {
+	for _, ph := range []string{phaseBaseline, phaseBaselineCompare, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseMemoryCompare, phaseRedisCompare} {
 		sum, ok := s.summarise(ph)
 		if !ok {
 			continue
@@ -198,6 +198,7 @@ func (s *suite) report() error {
 		fmt.Fprintf(&b, "- %s/a = %.1f%% with the -compare build (%s), against %s/a = %.1f%%: this build answers %+.1f%% requests/s and spends %+.1f%% Caddy CPU per request\n",
 			ph, 100*x.RPS/a.RPS, filepath.Base(s.compareBin), config(ph), 100*y.RPS/a.RPS, 100*(y.RPS/x.RPS-1), 100*(y.CaddyUS/x.CaddyUS-1))
 	}
+	b.WriteString(s.compareReport(sums))
 	b.WriteString(s.floodReport())
 	fmt.Print(b.String())
 	if err := os.WriteFile(filepath.Join(s.out, "summary.md"), b.Bytes(), 0o644); err != nil {

@@ -32,7 +32,7 @@ const (
 
 type suite struct {
 	caddyBin, redisBin, self string
-	compareBin               string // another build, for phases B and C
+	compareBin               string // another build, for phases A, B and C
 	wrkBin, script           string
 	gwCPU, genCPU            string
 	warmup, duration         time.Duration
@@ -46,6 +46,7 @@ type suite struct {
 	jwksMode                 string
 	out                      string
 	skip                     map[string]bool
+	mix                      mix // the gateway phases' algorithm and link kind
 
 	partner   *partner
 	jwksFile  string
@@ -105,12 +106,17 @@ const (
 	// change, side by side in one run.
 	phaseMemoryCompare = "B"
 	phaseRedisCompare  = "C"
+
+	// a with the -compare build, right after a: the baseline's own change (a build
+	// option such as PGO speeds up reverse_proxy too), and each build's own baseline.
+	phaseBaselineCompare = "A"
 )
 
 // compared maps a phase of the -compare build to the same configuration's phase.
-var compared = map[string]string{phaseMemoryCompare: phaseMemory, phaseRedisCompare: phaseRedis}
+var compared = map[string]string{phaseBaselineCompare: phaseBaseline, phaseMemoryCompare: phaseMemory, phaseRedisCompare: phaseRedis}
 
-// config returns the phase whose configuration ph runs: b for B, c for C, ph otherwise.
+// config returns the phase whose configuration ph runs: a for A, b for B, c for C, ph
+// otherwise.
 func config(ph string) string {
 	if c, ok := compared[ph]; ok {
 		return c
@@ -128,13 +134,15 @@ var phaseTitle = map[string]string{
 	phaseFloorAlone:    "g  the flood alone, fixed 401",
 	phaseMemoryCompare: "B  b with the -compare build",
 	phaseRedisCompare:  "C  c with the -compare build",
+
+	phaseBaselineCompare: "A  a with the -compare build",
 }
 
 func suiteMain(args []string) error {
 	s := &suite{skip: map[string]bool{}, phaseRPS: map[string]float64{}}
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.StringVar(&s.caddyBin, "caddy", "./caddy", "Caddy binary built with partnergate's modules")
-	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases B and C, b and c with it, to every round")
+	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases A, B and C, a, b and c with it, to every round")
 	fs.StringVar(&s.redisBin, "redis-server", "redis-server", "redis-server binary")
 	fs.StringVar(&s.wrkBin, "wrk", "wrk", "wrk binary (Debian package wrk)")
 	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU that Caddy is pinned to")
@@ -144,7 +152,7 @@ func suiteMain(args []string) error {
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of a, b, c (the table gives each round and the medians)")
 	fs.IntVar(&s.conns, "conns", 16, "connections of wrk")
 	fs.IntVar(&s.procs, "procs", 1, "wrk processes sharing the valid load's connections, each with its own tokens (wrk's threads cannot share fresh tokens)")
-	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (B with -compare), key set from jwks_file, "+
+	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (A and B with -compare), key set from jwks_file, "+
 		"one wrk with 32 connections, the lean upstream (drains the body, answers 35 bytes of text), tokens with ten short payload fields")
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
@@ -154,6 +162,8 @@ func suiteMain(args []string) error {
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
 	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
 	skip := fs.String("skip", "", "phases to leave out, e.g. cd")
+	alg := fs.String("alg", string(defaultMix.alg), "the partner's key and the gateway phases' token algorithm: RS256, PS256 (both RSA 2048) or ES256 (P-256)")
+	link := fs.String("link", string(defaultMix.kind), "the link kind the tokens carry: main (a main-client link) or go (a Go link)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -183,6 +193,9 @@ func suiteMain(args []string) error {
 		s.warmup = time.Duration(wrk.Seconds(s.warmup)) * time.Second
 	}
 	var err error
+	if s.mix, err = parseMix(*alg, *link); err != nil {
+		return err
+	}
 	if s.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -196,7 +209,7 @@ func suiteMain(args []string) error {
 		if s.compareBin, err = filepath.Abs(s.compareBin); err != nil {
 			return err
 		}
-		phases = append(phases, phaseMemoryCompare, phaseRedisCompare)
+		phases = withCompare(phases)
 	}
 	if s.out == "" {
 		if s.out, err = os.MkdirTemp("", "loadbench-"); err != nil {
@@ -250,8 +263,8 @@ func (s *suite) setup() error {
 	if err := os.WriteFile(s.script, wrk.Script, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "loadbench: generating the partner's RSA-%d key\n", benchRSABits)
-	if s.partner, err = newPartner(); err != nil {
+	fmt.Fprintf(os.Stderr, "loadbench: generating the partner's %s key\n", s.mix.keyName())
+	if s.partner, err = newPartner(s.mix); err != nil {
 		return err
 	}
 	s.partner.short = s.operator
@@ -315,9 +328,9 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		Admin:    net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPort)),
 		Listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(listenPort)),
 		Upstream: s.upstream,
-		Gateway:  ph != phaseBaseline,
+		Gateway:  config(ph) != phaseBaseline,
 		Floor:    atFloor(ph),
-		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience,
+		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience, Algorithm: string(s.mix.alg),
 	}
 	if cfg.Gateway {
 		if s.jwksMode == "url" || flooded(ph) {
@@ -372,7 +385,7 @@ func probeFloor(addr string) error {
 // loadSpecs returns the wrk runs of phase ph, named with prefix: the valid load from files
 // (one per wrk process) and the flood from floodFile, as the phase has them.
 func (s *suite) loadSpecs(ph, prefix string, files []string, floodFile string) []loadSpec {
-	valid := loadSpec{name: prefix + ph, tokens: files, conns: s.conns, repeat: ph == phaseBaseline}
+	valid := loadSpec{name: prefix + ph, tokens: files, conns: s.conns, repeat: config(ph) == phaseBaseline}
 	flood := loadSpec{name: prefix + "flood-" + ph, tokens: []string{floodFile}, conns: s.floodConns, repeat: true}
 	if atFloor(ph) {
 		flood.path = floorPath
@@ -646,7 +659,7 @@ func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	r := phaseResult{Phase: ph, Round: round}
 	tokens := s.pool
-	switch ph {
+	switch config(ph) {
 	case phaseBaseline:
 	case phaseFloodAlone, phaseFloorAlone:
 		// One valid token, for the probe and as the flood's template: the baseline's pool
