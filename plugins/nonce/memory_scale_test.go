@@ -69,8 +69,8 @@ func benchmarkMemoryScale(b *testing.B, n int) {
 	clk := newFakeClock()
 	t0 := clk.Now()
 	claimers := max(1, runtime.GOMAXPROCS(0)-1)
-	// room above n for the claims measured below; the limit is never what is measured
-	// until the end
+	// room above n for the claims measured below: the limit is reached only where the
+	// end of this function checks it
 	s := newMemoryState(2*n+10*scaleClaims*claimers, clk.Now)
 
 	var before, after runtime.MemStats
