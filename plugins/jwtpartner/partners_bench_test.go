@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -234,6 +235,10 @@ type requestCost struct{ allocs, bytes uint64 }
 // the least run is the request's own cost, and a copy made on every request is in it.
 func leastPerRun(runs int, f func()) requestCost {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// No collection while measuring: each one empties the pools a little further, which
+	// would add allocations to whole stretches of runs, not to one.
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	f()
 	least := requestCost{math.MaxUint64, math.MaxUint64}
 	var before, after runtime.MemStats
