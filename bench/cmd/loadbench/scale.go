@@ -351,9 +351,6 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 // printScaleRow is the second line of a gateway phase's row: how long Caddy took to come
 // up, the memory it held after the phase and, for c, Redis's CPU per request.
 func (s *suite) printScaleRow(w io.Writer, r phaseResult) {
-	if r.Phase == phaseBaseline && s.partners <= 1 {
-		return
-	}
 	fmt.Fprintf(w, "%-36s %5s provisioning: admin up %s, first 200 %s, Caddy's config load %s; after: VmRSS %.1f MiB, heap in use %.1f MiB",
 		"   scale", "", ms(r.AdminUp), ms(r.FirstOK), ms(r.ConfigLoad), mib(r.CaddyRSS), mib(r.CaddyHeap))
 	if config(r.Phase) == phaseRedis {
