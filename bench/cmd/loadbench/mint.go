@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/rand"
 	"encoding/base64"
@@ -37,6 +38,8 @@ type partner struct {
 	// short mints the -operator run's tokens: ten payload fields with short values (about
 	// 850 bytes signed) instead of every field a partner usually fills (1,252 bytes).
 	short bool
+	// issuer is the tokens' iss: benchIssuer when "" (the other -partners have their own).
+	issuer string
 }
 
 func newPartner(m mix) (*partner, error) {
@@ -44,6 +47,12 @@ func newPartner(m mix) (*partner, error) {
 	if err != nil {
 		return nil, err
 	}
+	return partnerFor(key, m)
+}
+
+// partnerFor returns the partner that signs with key, of m's algorithm, and publishes it
+// as benchKeyID.
+func partnerFor(key crypto.Signer, m mix) (*partner, error) {
 	pub, err := jwk.FromRaw(key.Public())
 	if err != nil {
 		return nil, err
@@ -84,7 +93,7 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 		return nil, err
 	}
 	c := claims{
-		Issuer: benchIssuer, Audience: benchAudience,
+		Issuer: cmp.Or(p.issuer, benchIssuer), Audience: benchAudience,
 		NotBefore: now.Unix(), IssuedAt: now.Unix(), Expiry: now.Add(tokenLifetime).Unix(),
 		Nonce: base64.RawURLEncoding.EncodeToString(nonce[:]),
 	}

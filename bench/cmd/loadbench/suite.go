@@ -46,7 +46,11 @@ type suite struct {
 	jwksMode                 string
 	out                      string
 	skip                     map[string]bool
-	mix                      mix // the gateway phases' algorithm and link kind
+	mix                      mix  // the gateway phases' algorithm and link kind
+	partners                 int  // -partners: partners in the handler
+	gomaxprocs               int  // -gomaxprocs: Caddy's GOMAXPROCS
+	redisCluster             bool // -redis-cluster: phase c against a cluster
+	redisCLI                 string
 
 	partner   *partner
 	jwksFile  string
@@ -61,6 +65,10 @@ type suite struct {
 	estRPS    float64            // the baseline's rate, to size each gateway phase's batch
 	phaseRPS  map[string]float64 // each phase's best rate, to size the profile's batch
 	results   []phaseResult
+
+	others       []otherPartner // the -partners after the first
+	cluster      []string       // the cluster's nodes, with -redis-cluster
+	clusterProcs []*proc
 }
 
 // phaseResult is one measured phase.
@@ -74,6 +82,16 @@ type phaseResult struct {
 	Fetches     int64         `json:"jwks_fetches"`  // key set fetches in the measured window
 	Tokens      int           `json:"tokens_minted"` // 0 for the baseline
 	MintSeconds float64       `json:"mint_seconds"`  // time to mint the batch
+	// How Caddy came up and what it held (scale.go): from "caddy run" to the admin API's
+	// first answer and to the probe's first 200; Caddy's own log from the config read to
+	// serving it; VmRSS and Go heap in use after the measured window.
+	AdminUp    time.Duration `json:"admin_up_ns"`
+	FirstOK    time.Duration `json:"first_200_ns"`
+	ConfigLoad time.Duration `json:"caddy_config_load_ns"`
+	CaddyRSS   uint64        `json:"caddy_rss_bytes"`
+	CaddyHeap  uint64        `json:"caddy_heap_inuse_bytes"`
+	// RedisCPU is the Redis servers' CPU in the measured window (phases c and C).
+	RedisCPU time.Duration `json:"redis_cpu_ns,omitempty"`
 }
 
 func (r phaseResult) usPerReq() float64 {
@@ -145,7 +163,7 @@ func suiteMain(args []string) error {
 	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases A, B and C, a, b and c with it, to every round")
 	fs.StringVar(&s.redisBin, "redis-server", "redis-server", "redis-server binary")
 	fs.StringVar(&s.wrkBin, "wrk", "wrk", "wrk binary (Debian package wrk)")
-	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU that Caddy is pinned to")
+	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU(s) that Caddy is pinned to, a taskset list such as 1 or 0,1")
 	fs.StringVar(&s.genCPU, "generator-cpu", "0", "CPU that wrk, the upstream and Redis are pinned to")
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "warmup of each phase: a wrk run of its own before the measured one, not counted (whole seconds; 0: none)")
 	fs.DurationVar(&s.duration, "duration", 10*time.Second, "measured window of each phase (whole seconds, wrk's unit)")
@@ -164,6 +182,10 @@ func suiteMain(args []string) error {
 	skip := fs.String("skip", "", "phases to leave out, e.g. cd")
 	alg := fs.String("alg", string(defaultMix.alg), "the partner's key and the gateway phases' token algorithm: RS256, PS256 (both RSA 2048) or ES256 (P-256)")
 	link := fs.String("link", string(defaultMix.kind), "the link kind the tokens carry: main (a main-client link) or go (a Go link)")
+	fs.IntVar(&s.partners, "partners", 1, "partners in the gateway's handler, each with its own RSA key set (the first follows -alg, the others sign RS256) (jwks_file; keys cached in ~/.cache/partnergate/loadbench); the valid tokens are dealt over them in turn")
+	fs.IntVar(&s.gomaxprocs, "gomaxprocs", 1, "Caddy's GOMAXPROCS: at most the number of CPUs in -gateway-cpu (a taskset list such as 0,1)")
+	fs.BoolVar(&s.redisCluster, "redis-cluster", false, "phases c and C against a Redis Cluster of three masters started by the suite, instead of one redis-server")
+	fs.StringVar(&s.redisCLI, "redis-cli", "redis-cli", "redis-cli binary, to create the -redis-cluster")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -183,6 +205,9 @@ func suiteMain(args []string) error {
 	}
 	if s.procs < 1 || s.conns < s.procs {
 		return fmt.Errorf("-procs %d with -conns %d: want at least one process and one connection each", s.procs, s.conns)
+	}
+	if err := s.checkScale(); err != nil {
+		return err
 	}
 	for _, c := range *skip {
 		s.skip[string(c)] = true
@@ -293,10 +318,17 @@ func (s *suite) setup() error {
 	if s.upProc, s.upstream, err = startUpstream(s.self, s.genCPU, logs, upArgs...); err != nil {
 		return err
 	}
-	if !s.skip[phaseRedis] {
+	if !s.skip[phaseRedis] && s.redisCluster {
+		if s.clusterProcs, s.cluster, err = startRedisCluster(s.redisBin, s.redisCLI, s.genCPU, logs); err != nil {
+			return err
+		}
+	} else if !s.skip[phaseRedis] {
 		if s.redisProc, s.redis, err = startRedis(s.redisBin, s.genCPU, logs); err != nil {
 			return err
 		}
+	}
+	if err := s.setupPartners(); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: minting the baseline's token pool\n")
 	if s.pool, err = s.partner.mint(5000); err != nil {
@@ -308,6 +340,9 @@ func (s *suite) setup() error {
 func (s *suite) teardown() {
 	s.upProc.stop()
 	s.redisProc.stop()
+	for _, p := range s.clusterProcs {
+		p.stop()
+	}
 }
 
 // startCaddy writes the phase's Caddyfile and runs Caddy pinned to the gateway CPU.
@@ -339,8 +374,9 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 			cfg.JWKSFile = s.jwksFile
 		}
 		if config(ph) == phaseRedis {
-			cfg.Redis = s.redis
+			cfg.Redis, cfg.RedisCluster = s.redis, s.cluster
 		}
+		cfg.Partners = s.partnerConfigs()
 	}
 	text, err := cfg.render()
 	if err != nil {
@@ -351,7 +387,8 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		return nil, "", "", err
 	}
 	home := filepath.Join(s.out, "caddy-home")
-	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home}
+	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home,
+		"GOMAXPROCS=" + strconv.Itoa(s.gomaxprocs)} // after startPinned's GOMAXPROCS=1, so it wins
 	p, err := startPinned("caddy-"+ph, s.gwCPU, filepath.Join(s.out, "logs"), env, nil, nil,
 		bin, "run", "--config", file, "--adapter", "caddyfile")
 	if err != nil {
@@ -673,7 +710,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		fmt.Fprintf(os.Stderr, "loadbench: phase %s round %d: minting %d tokens on %d cores\n", ph, round, n, runtime.NumCPU())
 		t0 := time.Now()
 		var err error
-		if tokens, err = s.partner.mint(n + 1); err != nil {
+		if tokens, err = s.mintValid(n + 1); err != nil {
 			return r, err
 		}
 		r.Tokens, r.MintSeconds = n, time.Since(t0).Seconds()
@@ -696,14 +733,17 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		defer os.Remove(floodFile)
 	}
 
-	caddy, addr, _, err := s.startCaddy(ph)
+	started := time.Now()
+	caddy, addr, admin, err := s.startCaddy(ph)
 	if err != nil {
 		return r, err
 	}
 	defer caddy.stop()
+	r.AdminUp = time.Since(started)
 	if err := probe(addr, probeToken); err != nil {
 		return r, fmt.Errorf("phase %s: %v", ph, err)
 	}
+	r.FirstOK = time.Since(started)
 	if atFloor(ph) {
 		if err := probeFloor(addr); err != nil {
 			return r, fmt.Errorf("phase %s: %v", ph, err)
@@ -740,9 +780,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		x.at = time.Now()
 		x.caddy, _ = caddy.cpuTime()
 		x.up, _ = s.upProc.cpuTime()
-		if s.redisProc != nil {
-			x.redis, _ = s.redisProc.cpuTime()
-		}
+		x.redis = s.redisCPU()
 		return x
 	}
 	var before sample
@@ -758,6 +796,10 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	r.CaddyCPU = after.caddy - before.caddy
 	r.Fetches = fetchesAfter - fetchesBefore
+	if config(ph) == phaseRedis {
+		r.RedisCPU = after.redis - before.redis
+	}
+	s.measureCaddy(&r, caddy, admin)
 	gen := (after.up - before.up) + (after.redis - before.redis)
 	for _, c := range wrkCPU {
 		gen += c
@@ -790,7 +832,11 @@ func (s *suite) profilePhase(ph string) error {
 		n = 1 // the probe, and the flood's template
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: profile of phase %s: minting %d tokens\n", ph, n)
-	tokens, err := s.partner.mint(n + 1)
+	mint := s.mintValid
+	if ph == phaseBaseline {
+		mint = s.partner.mint // the baseline stays on the first partner's path
+	}
+	tokens, err := mint(n + 1)
 	if err != nil {
 		return err
 	}
