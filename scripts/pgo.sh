@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates cmd/caddy/default.pgo, the CPU profile that go build uses for a profile-guided
-# build of Caddy with partnergate's modules (go.dev/doc/pgo; docs/performance.md,
-# "Profile-guided build"). It builds Caddy without a profile and profiles the realistic mix
+# build of Caddy with partnergate's modules (go.dev/doc/pgo; docs/performance.md, "The
+# profile-guided build"). It builds Caddy without a profile and profiles the realistic mix
 # (issue 29), so that the build is fitted to no single path:
 #
 #   1. the load benchmark's whole suite, RS256 main-client links: a (reverse_proxy alone),
