@@ -78,7 +78,7 @@ func startRedisCluster(bin, cli, cpu, logDir string) ([]*proc, []string, error) 
 	return procs, addrs, nil
 }
 
-// waitPing waits for the redis-server p at addr to answer PING, as startRedis does.
+// waitPing waits for the redis-server p at addr to answer PING.
 func waitPing(p *proc, addr string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && !p.exited() {

@@ -47,6 +47,15 @@ func (s *suite) compareReport(sums map[string]summary) string {
 // perRoundOver lists the ratio of ph to base in each round where both ran, to show the
 // spread; "" for fewer than two rounds.
 func (s *suite) perRoundOver(ph, base string) string {
+	parts := s.roundRatios(ph, base)
+	if len(parts) < 2 {
+		return ""
+	}
+	return " (per round: " + strings.Join(parts, ", ") + ")"
+}
+
+// roundRatios is ph's requests/s over base's in each round where both ran, as percentages.
+func (s *suite) roundRatios(ph, base string) []string {
 	rps := map[int]float64{}
 	for _, r := range s.results {
 		if r.Phase == base {
@@ -59,8 +68,5 @@ func (s *suite) perRoundOver(ph, base string) string {
 			parts = append(parts, fmt.Sprintf("%.1f%%", 100*r.Load.RPS/rps[r.Round]))
 		}
 	}
-	if len(parts) < 2 {
-		return ""
-	}
-	return " (per round: " + strings.Join(parts, ", ") + ")"
+	return parts
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -163,24 +164,12 @@ func shortPayload(seq int) linkspec.Payload {
 func (p *partner) mint(n int) ([][]byte, error) {
 	now := time.Now()
 	out := make([][]byte, n)
-	errs := make([]error, runtime.NumCPU())
-	var wg sync.WaitGroup
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += len(errs) {
-				if out[i], errs[w] = p.mintOne(now, i); errs[w] != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("minting tokens: %v", err)
-		}
+	err := onEveryCore(n, func(i int) (err error) {
+		out[i], err = p.mintOne(now, i)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("minting tokens: %v", err)
 	}
 	return out, nil
 }
@@ -210,4 +199,22 @@ func floodTokens(valid []byte, n int) ([][]byte, error) {
 		out[i] = []byte(base64.RawURLEncoding.EncodeToString([]byte(hdr)) + "." + parts[1] + "." + parts[2])
 	}
 	return out, nil
+}
+
+// onEveryCore runs f for 0 to n-1 spread over the machine's cores (RSA signing and key
+// generation are what the suite waits for) and returns the errors; a core stops at its first.
+func onEveryCore(n int, f func(i int) error) error {
+	errs := make([]error, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n && errs[w] == nil; i += len(errs) {
+				errs[w] = f(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -228,18 +228,7 @@ func (s *suite) report() error {
 
 // perRound lists the ratio of ph to the baseline of the same round, to show the spread.
 func (s *suite) perRound(ph string) string {
-	base := map[int]float64{}
-	for _, r := range s.results {
-		if r.Phase == phaseBaseline {
-			base[r.Round] = r.Load.RPS
-		}
-	}
-	var parts []string
-	for _, r := range s.results {
-		if r.Phase == ph && base[r.Round] > 0 {
-			parts = append(parts, fmt.Sprintf("%.1f%%", 100*r.Load.RPS/base[r.Round]))
-		}
-	}
+	parts := s.roundRatios(ph, phaseBaseline)
 	if len(parts) < 2 {
 		return ""
 	}

@@ -14,10 +14,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -63,19 +61,11 @@ func loadPartnerKeys(dir string, n int) ([]*rsa.PrivateKey, error) {
 		return nil, err
 	}
 	keys := make([]*rsa.PrivateKey, n)
-	errs := make([]error, runtime.NumCPU())
-	var wg sync.WaitGroup
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n && errs[w] == nil; i += len(errs) {
-				keys[i], errs[w] = cachedKey(filepath.Join(dir, fmt.Sprintf("partner-%04d.pem", i+1)))
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := onEveryCore(n, func(i int) (err error) {
+		keys[i], err = cachedKey(filepath.Join(dir, fmt.Sprintf("partner-%04d.pem", i+1)))
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("loading partner keys: %v", err)
 	}
 	return keys, nil
