@@ -47,8 +47,8 @@ version=${version:-v0.0.0-00010101000000-000000000000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp cmd/caddy/main.go "$work/main.go"
-# The profile-guided optimisation profile of the main package (docs/performance.md, "Profile-
-# guided build"): go build uses a main package's default.pgo.
+# The profile-guided optimisation profile of the main package (docs/performance.md, "The
+# profile-guided build"): go build uses a main package's default.pgo.
 [ ! -f cmd/caddy/default.pgo ] || cp cmd/caddy/default.pgo "$work/default.pgo"
 cp go.sum "$work/go.sum"
 # This repository's requirements, so that the build resolves every dependency at the

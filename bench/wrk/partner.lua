@@ -1,7 +1,9 @@
 -- partner.lua: the wrk script of partnergate's whole-gateway load benchmark
 -- (scripts/loadbench.sh, docs/performance.md). Each request is a partner's link form post:
 -- POST /partner/acme/url (or the URL's own path, if it has one), Content-Type: text/plain,
--- a link token as the body, taken in order from a file of tokens, one per line.
+-- a link token as the body, taken in order from a file of tokens, one per line. A line
+-- "PATH TOKEN" sends that token to PATH instead (loadbench -partners: each partner has its
+-- own /partner/<name>/url).
 --
 --   wrk -t1 -c16 -d10s -s bench/wrk/partner.lua http://127.0.0.1:8080 -- TOKENS [fresh|repeat] [SKIP] [gated]
 --
@@ -97,7 +99,7 @@ function init(args)
    if not f then
       fail(err)
    end
-   -- A request's head depends on the token only through its length (Content-Length), so
+   -- A request's head depends on the token only through its path and length (Content-Length), so
    -- wrk.format (a header table, string.format, a concat) runs once per length rather
    -- than per token: it would triple the time to build a file of 100,000 tokens.
    local heads = {}
@@ -109,11 +111,18 @@ function init(args)
       if line ~= "" then
          seen = seen + 1
          if seen > cut then
+            local at, tok = path, line
+            local sp = line:find(" ", 1, true)
+            if sp then
+               at, tok = line:sub(1, sp - 1), line:sub(sp + 1)
+            end
+            line = tok
             local len = #line
-            local head = heads[len]
+            local key = at .. " " .. len
+            local head = heads[key]
             if not head then
-               head = wrk.format("POST", path, nil, string.rep("x", len)):sub(1, -len - 1)
-               heads[len] = head
+               head = wrk.format("POST", at, nil, string.rep("x", len)):sub(1, -len - 1)
+               heads[key] = head
             end
             n = n + 1
             requests[n] = head .. line

@@ -42,7 +42,8 @@ type Config struct {
 	// URL is the gateway's URL with the request path, e.g.
 	// http://127.0.0.1:8080/partner/acme/url.
 	URL string
-	// Tokens is the file of tokens, one per line.
+	// Tokens is the file of tokens, one per line; a line "PATH TOKEN" sends its token to
+	// PATH instead of the URL's path.
 	Tokens string
 	// Repeat cycles through the tokens instead of sending each at most once.
 	Repeat bool

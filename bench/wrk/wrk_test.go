@@ -357,3 +357,46 @@ func TestSum(t *testing.T) {
 		t.Errorf("Sum of one result = %+v, want it unchanged", one)
 	}
 }
+
+// TestTokenLinesCarryTheirPath checks the "PATH TOKEN" lines of loadbench -partners: each
+// token goes to its own line's path, a plain line to the URL's, and the path is not part of
+// the body.
+func TestTokenLinesCarryTheirPath(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{} // body → path
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if len(body) == 0 {
+			return // the tokenless request written as the run stops
+		}
+		mu.Lock()
+		got[string(body)] = r.URL.Path
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	want := map[string]string{}
+	var b strings.Builder
+	for i := range 30 {
+		tok := fmt.Sprintf("tok-%03d", i)
+		path := "/partner/acme/url"
+		if i%3 != 0 {
+			path = fmt.Sprintf("/partner/p%04d/url", i%3)
+			b.WriteString(path + " ")
+		}
+		b.WriteString(tok + "\n")
+		want[tok] = path
+	}
+	file := filepath.Join(t.TempDir(), "tokens.txt")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, _, _ := run(t, Config{URL: srv.URL + "/partner/acme/url", Tokens: file, Conns: 1, Duration: time.Second})
+	mu.Lock()
+	defer mu.Unlock()
+	if !res.Exhausted || res.Sent != 30 {
+		t.Errorf("result = %+v, want all 30 tokens sent", res)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("server got body → path %v, want %v", got, want)
+	}
+}

@@ -75,6 +75,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	issuers := map[issuerAudience]string{} // the partner that has each
 	for d.NextBlock(0) {
 		opt := d.Val()
 		if opt != "partner" && opt != "field_headers" {
@@ -103,9 +104,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if other := sharedIssuerAudience(h.Partners, name, p); other != "" {
+			if other, ok := issuers[issuerAudience{p.Issuer, p.Audience}]; ok {
 				return fmt.Errorf("%s, at %s:%d", sharedIssuerAudienceError(other, name, p), file, line)
 			}
+			issuers[issuerAudience{p.Issuer, p.Audience}] = name
 			if h.Partners == nil {
 				h.Partners = make(map[string]*Partner)
 			}

@@ -337,9 +337,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if p == nil {
 			return fmt.Errorf("partner %s: no configuration", name)
 		}
-		if other := sharedIssuerAudience(h.Partners, name, p); other != "" && other < name {
-			return errors.New(sharedIssuerAudienceError(other, name, p))
-		}
+	}
+	if a, b := sharedIssuerAudience(h.Partners); b != "" {
+		return errors.New(sharedIssuerAudienceError(a, b, h.Partners[b]))
 	}
 	h.partners = make(map[string]*partnerState, len(h.Partners))
 	for name, p := range h.Partners {

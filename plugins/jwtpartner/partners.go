@@ -3,6 +3,7 @@ package jwtpartner
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -200,21 +201,28 @@ func checkPartnerName(name string) error {
 	return nil
 }
 
-// sharedIssuerAudience returns the first partner, by name, other than name whose issuer
-// and audience are p's, or "". Two such partners would accept each other's tokens, each
-// once (the nonce is claimed per partner), whenever they share keys too (probe finding 7);
-// a configuration that asks for it is refused rather than left to the partners' keys.
-func sharedIssuerAudience(partners map[string]*Partner, name string, p *Partner) string {
-	var names []string
-	for other, q := range partners {
-		if other != name && q != nil && q.Issuer == p.Issuer && q.Audience == p.Audience {
-			names = append(names, other)
+// issuerAudience is what tells partners' tokens apart. Two partners with the same one
+// would accept each other's tokens, each once (the nonce is claimed per partner),
+// whenever they share keys too (probe finding 7); a configuration that asks for it is
+// refused rather than left to the partners' keys.
+type issuerAudience struct{ issuer, audience string }
+
+// sharedIssuerAudience returns the first two partners, by name, that share an issuer and
+// audience, or "", "". One pass: a thousand partners provision in linear time.
+func sharedIssuerAudience(partners map[string]*Partner) (first, second string) {
+	seen := make(map[issuerAudience]string, len(partners))
+	for _, name := range slices.Sorted(maps.Keys(partners)) {
+		p := partners[name]
+		if p == nil {
+			continue
 		}
+		k := issuerAudience{p.Issuer, p.Audience}
+		if other, ok := seen[k]; ok {
+			return other, name
+		}
+		seen[k] = name
 	}
-	if len(names) == 0 {
-		return ""
-	}
-	return slices.Min(names)
+	return "", ""
 }
 
 // sharedIssuerAudienceError says which two partners share an issuer and audience.

@@ -64,6 +64,7 @@ type request struct {
 	upstreamStatus int
 	upstreamClass  string
 	upstreamErr    error
+	upstream       upstreamWriter // the next handler's writer, allocated with the request
 }
 
 // outcomeLabel is the outcome of a request that was not rejected.

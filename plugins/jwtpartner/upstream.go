@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -48,13 +49,13 @@ func upstreamDetail(endpoint string) string {
 // Every case is counted and logged under its own outcome, so a failing upstream never
 // shows as accepted links.
 func (h *Handler) serveNext(w http.ResponseWriter, r *http.Request, rq *request, next caddyhttp.Handler) error {
-	uw := &upstreamWriter{
-		ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
-		endpoint:              rq.endpoint,
-		// A few headers (Server, and those of earlier handlers): kept so that an upstream
-		// answer replaced by ours leaves none of the upstream's headers behind.
-		before: w.Header().Clone(),
-	}
+	// The writer lives in the request, allocated with it. The answer's headers so far (a
+	// few: Server, and those of earlier handlers) are kept so that an upstream answer
+	// replaced by ours leaves none of the upstream's headers behind.
+	uw := &rq.upstream
+	uw.ResponseWriterWrapper = caddyhttp.ResponseWriterWrapper{ResponseWriter: w}
+	uw.endpoint = rq.endpoint
+	uw.before.keep(w.Header())
 	rq.forwardedAt = time.Now()
 	err := next.ServeHTTP(uw, r)
 	rq.upstreamStatus = uw.status
@@ -96,13 +97,7 @@ func (h *Handler) serveNext(w http.ResponseWriter, r *http.Request, rq *request,
 // writeUpstreamFailure answers upstream_unavailable in place of an upstream that gave
 // none, or gave one not in the gateway's shape.
 func (h *Handler) writeUpstreamFailure(w http.ResponseWriter, rq *request, uw *upstreamWriter, err error) error {
-	hdr := w.Header()
-	for k := range hdr {
-		delete(hdr, k)
-	}
-	for k, v := range uw.before {
-		hdr[k] = v
-	}
+	uw.before.restore(w.Header())
 	return h.writeRejection(w, rq, &rejection{code: problem.CodeUpstreamUnavailable, detail: upstreamDetail(rq.endpoint), err: err})
 }
 
@@ -137,7 +132,7 @@ func upstreamClass(err error) string {
 type upstreamWriter struct {
 	caddyhttp.ResponseWriterWrapper // by value: one allocation for both
 	endpoint                        string
-	before                          http.Header
+	before                          headerSnapshot
 	status                          int  // the final status written, 0 until then
 	replaced                        bool // the upstream's answer is dropped
 }
@@ -193,6 +188,44 @@ func (uw *upstreamWriter) FlushError() error {
 
 // Flush is http.Flusher, for handlers that assert it rather than use a ResponseController.
 func (uw *upstreamWriter) Flush() { _ = uw.FlushError() }
+
+// headerSnapshot keeps an answer's headers as they were, to put back later, as
+// Header.Clone would. The few headers an answer has before reverse_proxy (Caddy's Server,
+// an earlier handler's), one value each, are kept by value in the array, so a forwarded
+// request copies nothing onto the heap; anything larger is cloned.
+type headerSnapshot struct {
+	n      int
+	keys   [4]string
+	values [4]string
+	more   http.Header // a clone, when the array would not do
+}
+
+func (s *headerSnapshot) keep(h http.Header) {
+	if len(h) > len(s.keys) {
+		s.more = h.Clone()
+		return
+	}
+	for k, v := range h {
+		if len(v) != 1 {
+			s.n, s.more = 0, h.Clone()
+			return
+		}
+		s.keys[s.n], s.values[s.n] = k, v[0]
+		s.n++
+	}
+}
+
+// restore makes h what it was when kept.
+func (s *headerSnapshot) restore(h http.Header) {
+	clear(h)
+	if s.more != nil {
+		maps.Copy(h, s.more)
+		return
+	}
+	for i := range s.n {
+		h[s.keys[i]] = []string{s.values[i]}
+	}
+}
 
 // inOurShape reports whether an upstream answer of media type contentType is in the
 // gateway's shape for the endpoint, as the app service answers: a problem document on

@@ -76,8 +76,12 @@ func TestServeNextOutcomes(t *testing.T) {
 			repl.Set("http.request.uuid", "req-1")
 			r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
 			w := httptest.NewRecorder()
+			w.Header().Set("Server", "Caddy") // as Caddy's server sets it before any handler
 			if err := f.h.ServeHTTP(w, r, tt.next); err != nil {
 				t.Fatalf("ServeHTTP = %v, want nil (answered)", err)
+			}
+			if w.Header().Get("Server") != "Caddy" {
+				t.Errorf("Server = %q, want the header set before the gateway kept", w.Header().Get("Server"))
 			}
 			if w.Code != tt.status || w.Header().Get("Retry-After") != tt.retryFor {
 				t.Errorf("status %d Retry-After %q, want %d %q (body %s)", w.Code, w.Header().Get("Retry-After"), tt.status, tt.retryFor, w.Body)
@@ -102,6 +106,37 @@ func TestServeNextOutcomes(t *testing.T) {
 			}
 			if code, _ := repl.GetString("http.jwt_partner.error_code"); tt.ours != (code == "upstream_unavailable") {
 				t.Errorf("{http.jwt_partner.error_code} = %q, want upstream_unavailable only when the gateway answers", code)
+			}
+		})
+	}
+}
+
+// TestHeaderSnapshot: what keep saw is what restore puts back, as a clone would, whatever
+// the next handler did to the header in between (set, add, delete, edit a value in place).
+func TestHeaderSnapshot(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"none", http.Header{}},
+		{"one", http.Header{"Server": {"Caddy"}}},
+		{"four", http.Header{"Server": {"Caddy"}, "Alt-Svc": {"h3"}, "X-A": {"a"}, "X-B": {"b"}}},
+		{"five", http.Header{"Server": {"Caddy"}, "Alt-Svc": {"h3"}, "X-A": {"a"}, "X-B": {"b"}, "X-C": {"c"}}},
+		{"two values", http.Header{"Server": {"Caddy"}, "Vary": {"Origin", "Accept"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.h.Clone()
+			var s headerSnapshot
+			s.keep(tt.h)
+			for k, v := range tt.h {
+				v[0] = "edited in place"
+				tt.h.Add(k, "added")
+			}
+			tt.h.Set("X-Upstream", "yes")
+			tt.h.Del("Server")
+			s.restore(tt.h)
+			if fmt.Sprint(tt.h) != fmt.Sprint(want) {
+				t.Errorf("restored %v, want %v", tt.h, want)
 			}
 		})
 	}

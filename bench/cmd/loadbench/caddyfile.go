@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"text/template"
 )
 
@@ -18,6 +19,9 @@ type caddyConfig struct {
 	JWKSFile string // else jwks_file
 	Cooldown string // refresh_cooldown: at most one refetch on an unknown kid per cooldown
 	Redis    string // nonce_store redis at this address; "" for the memory store
+	// RedisCluster, when set, is the seed nodes of a Redis Cluster (-redis-cluster): the
+	// store's addresses, in place of Redis.
+	RedisCluster []string
 	// Floor adds floorPath, where Caddy answers every request with floorBody, a fixed
 	// 401 with the gateway's headers and no verification: the cheapest refusal Caddy
 	// can give, the floor that the unknown-kid flood's refusals are measured against.
@@ -25,6 +29,11 @@ type caddyConfig struct {
 	Partner  string
 	Issuer   string
 	Audience string
+	// Algorithm is the partner's one algorithm (-alg): RS256, PS256 or ES256.
+	Algorithm string
+	// Partners are the other partners of -partners, after the first (Partner), each with
+	// its own key set in a jwks_file.
+	Partners []benchPartnerConfig
 }
 
 // The baseline reads and forwards the request body; the gateway reads it as the token and
@@ -56,7 +65,11 @@ http://{{.Listen}} {
 	route /partner/* {
 {{- if .Gateway}}
 		jwt_partner {
-{{- if .Redis}}
+{{- if .RedisCluster}}
+			nonce_store redis {
+				addresses {{.ClusterAddresses}}
+			}
+{{- else if .Redis}}
 			nonce_store redis {
 				address {{.Redis}}
 			}
@@ -66,7 +79,7 @@ http://{{.Listen}} {
 			partner {{.Partner}} {
 				issuer     {{.Issuer}}
 				audience   {{.Audience}}
-				algorithms RS256
+				algorithms {{.Algorithm}}
 {{- if .JWKSURL}}
 				jwks_url   {{.JWKSURL}}
 {{- if .Cooldown}}
@@ -76,6 +89,14 @@ http://{{.Listen}} {
 				jwks_file  {{.JWKSFile}}
 {{- end}}
 			}
+{{- range .Partners}}
+			partner {{.Name}} {
+				issuer     {{.Issuer}}
+				audience   {{$.Audience}}
+				algorithms RS256
+				jwks_file  {{.JWKSFile}}
+			}
+{{- end}}
 		}
 {{- end}}
 		reverse_proxy {{.Upstream}}
@@ -89,6 +110,9 @@ const (
 	floorPath = "/floor/acme/url"
 	floorBody = `{"type":"urn:partnergate:problem:key_unknown","title":"Unknown key","status":401,"detail":"no key with the token's kid in the partner's key set","code":"key_unknown","request_id":"2e5e9a8a-8635-4305-946d-bbc951b80700"}`
 )
+
+// ClusterAddresses is RedisCluster for the template: the addresses subdirective's arguments.
+func (c caddyConfig) ClusterAddresses() string { return strings.Join(c.RedisCluster, " ") }
 
 // FloorBody is floorBody for the template.
 func (caddyConfig) FloorBody() string { return floorBody }

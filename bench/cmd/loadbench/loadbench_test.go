@@ -62,7 +62,7 @@ func TestCaddyfileDiffersOnlyInTheHandler(t *testing.T) {
 }
 
 func TestMintedTokensVerifyAndFloodTokensDoNot(t *testing.T) {
-	p, err := newPartner()
+	p, err := newPartner(defaultMix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestProbeFloorWantsTheFixedAnswer(t *testing.T) {
 // payload fields, shorter than the full ones, and dealt out to the wrk processes so that
 // no token goes to two of them.
 func TestOperatorTokens(t *testing.T) {
-	p, err := newPartner()
+	p, err := newPartner(defaultMix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,15 @@
 // Caddy to one core and wrk, the upstream and Redis to the other with taskset (the Go
 // processes with GOMAXPROCS=1), so that the gateway's share of the machine is one core and
 // known; it mints between phases on every core, while nothing is measured.
+//
+// How the cost grows (issue 29), suite flags besides the pinning above:
+//
+//	-partners N        N partners in the handler, each with its own key set; the tokens are dealt over them
+//	-gomaxprocs N      Caddy's GOMAXPROCS (default 1), with -gateway-cpu a taskset list such as 0,1
+//	-redis-cluster     phases c and C against a three-master Redis Cluster started by the suite
+//	-redis-cli PATH    the redis-cli that creates that cluster
+//
+// Each phase also reports Caddy's provisioning time and memory, and c Redis's CPU per request.
 package main
 
 import (

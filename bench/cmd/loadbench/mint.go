@@ -1,18 +1,19 @@
 package main
 
 import (
+	"cmp"
+	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
@@ -32,23 +33,32 @@ const (
 
 // partner is the signing side: a private key and its published set.
 type partner struct {
-	key  *rsa.PrivateKey
+	key  crypto.Signer
+	mix  mix // the key's algorithm and the links' kind
 	jwks []byte
 	// short mints the -operator run's tokens: ten payload fields with short values (about
 	// 850 bytes signed) instead of every field a partner usually fills (1,252 bytes).
 	short bool
+	// issuer is the tokens' iss: benchIssuer when "" (the other -partners have their own).
+	issuer string
 }
 
-func newPartner() (*partner, error) {
-	key, err := rsa.GenerateKey(rand.Reader, benchRSABits)
+func newPartner(m mix) (*partner, error) {
+	key, err := m.newKey()
 	if err != nil {
 		return nil, err
 	}
+	return partnerFor(key, m)
+}
+
+// partnerFor returns the partner that signs with key, of m's algorithm, and publishes it
+// as benchKeyID.
+func partnerFor(key crypto.Signer, m mix) (*partner, error) {
 	pub, err := jwk.FromRaw(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range map[string]any{jwk.KeyIDKey: benchKeyID, jwk.AlgorithmKey: jwa.RS256, jwk.KeyUsageKey: jwk.ForSignature} {
+	for k, v := range map[string]any{jwk.KeyIDKey: benchKeyID, jwk.AlgorithmKey: m.alg, jwk.KeyUsageKey: jwk.ForSignature} {
 		if err := pub.Set(k, v); err != nil {
 			return nil, err
 		}
@@ -61,12 +71,13 @@ func newPartner() (*partner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &partner{key: key, jwks: jwks}, nil
+	return &partner{key: key, mix: m, jwks: jwks}, nil
 }
 
 // claims is a main-client link of typical size: the registered claims the gateway checks
 // and every payload field a partner usually fills, so that the token (about 1 KiB) is as
 // long as a real one and the gateway's decoding and header mapping do their full work.
+// With -link go its payload is a Go link (goPayload) instead.
 type claims struct {
 	Issuer    string `json:"iss"`
 	Audience  string `json:"aud"`
@@ -83,11 +94,13 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 		return nil, err
 	}
 	c := claims{
-		Issuer: benchIssuer, Audience: benchAudience,
+		Issuer: cmp.Or(p.issuer, benchIssuer), Audience: benchAudience,
 		NotBefore: now.Unix(), IssuedAt: now.Unix(), Expiry: now.Add(tokenLifetime).Unix(),
 		Nonce: base64.RawURLEncoding.EncodeToString(nonce[:]),
 	}
-	if p.short {
+	if p.mix.kind == linkspec.KindGo {
+		c.Payload = goPayload(seq, p.short)
+	} else if p.short {
 		c.Payload = shortPayload(seq)
 	} else {
 		c.Payload = linkspec.Payload{
@@ -121,7 +134,7 @@ func (p *partner) mintOne(now time.Time, seq int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return jws.Sign(payload, jws.WithKey(jwa.RS256, p.key, jws.WithProtectedHeaders(hdr)))
+	return jws.Sign(payload, jws.WithKey(p.mix.alg, p.key, jws.WithProtectedHeaders(hdr)))
 }
 
 // shortPayload is a main-client link with ten payload fields (seven of the employee,
@@ -151,24 +164,12 @@ func shortPayload(seq int) linkspec.Payload {
 func (p *partner) mint(n int) ([][]byte, error) {
 	now := time.Now()
 	out := make([][]byte, n)
-	errs := make([]error, runtime.NumCPU())
-	var wg sync.WaitGroup
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += len(errs) {
-				if out[i], errs[w] = p.mintOne(now, i); errs[w] != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("minting tokens: %v", err)
-		}
+	err := onEveryCore(n, func(i int) (err error) {
+		out[i], err = p.mintOne(now, i)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("minting tokens: %v", err)
 	}
 	return out, nil
 }
@@ -177,11 +178,16 @@ func (p *partner) mint(n int) ([][]byte, error) {
 // random kid that no key set holds: what a partner rotating keys badly, or an attacker,
 // sends. The signature no longer matches, which is the point: the gateway must turn these
 // away at the kid lookup, before any signature check, and without a key fetch each.
-// Signing them would cost 0.8 ms apiece and prove nothing more.
+// Signing them would cost 0.8 ms apiece and prove nothing more. They keep valid's alg, so
+// that only the kid is wrong whatever the -alg.
 func floodTokens(valid []byte, n int) ([][]byte, error) {
 	parts := strings.SplitN(string(valid), ".", 3)
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("flood template is not a compact JWS")
+	}
+	alg, err := headerAlg(parts[0])
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]byte, n)
 	var kid [16]byte
@@ -189,8 +195,26 @@ func floodTokens(valid []byte, n int) ([][]byte, error) {
 		if _, err := rand.Read(kid[:]); err != nil {
 			return nil, err
 		}
-		hdr := fmt.Sprintf(`{"alg":"RS256","kid":"rotated-%s","typ":"JWT"}`, hex.EncodeToString(kid[:]))
+		hdr := fmt.Sprintf(`{"alg":"%s","kid":"rotated-%s","typ":"JWT"}`, alg, hex.EncodeToString(kid[:]))
 		out[i] = []byte(base64.RawURLEncoding.EncodeToString([]byte(hdr)) + "." + parts[1] + "." + parts[2])
 	}
 	return out, nil
+}
+
+// onEveryCore runs f for 0 to n-1 spread over the machine's cores (RSA signing and key
+// generation are what the suite waits for) and returns the errors; a core stops at its first.
+func onEveryCore(n int, f func(i int) error) error {
+	errs := make([]error, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n && errs[w] == nil; i += len(errs) {
+				errs[w] = f(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -184,22 +184,11 @@ func startRedis(bin, cpu, logDir string) (*proc, string, error) {
 		return nil, "", err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !p.exited() {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			n, _ := io.ReadFull(c, buf)
-			c.Close()
-			if string(buf[:n]) == "+PONG\r\n" {
-				return p, addr, nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := waitPing(p, addr); err != nil {
+		p.stop()
+		return nil, "", fmt.Errorf("%v (see %s)", err, filepath.Join(logDir, "redis.log"))
 	}
-	p.stop()
-	return nil, "", fmt.Errorf("redis-server on %s did not answer PING (see %s)", addr, filepath.Join(logDir, "redis.log"))
+	return p, addr, nil
 }
 
 // waitHTTP polls url until it answers 200, the process exits or the time is up.

@@ -51,10 +51,11 @@ func (s *suite) machine() []string {
 	return []string{
 		fmt.Sprintf("machine: %d CPUs (%s), %s, %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
 		fmt.Sprintf("caddy: %s; %s", firstLine(caddyVersion), firstLine(redisVersion)),
-		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=1); wrk, upstream and Redis on CPU %s (the upstream with GOMAXPROCS=1); nice %d", s.gwCPU, s.genCPU, niceness),
+		fmt.Sprintf("pinning: Caddy on CPU %s (GOMAXPROCS=%d); wrk, upstream and Redis on CPU %s (the upstream with GOMAXPROCS=1); nice %d", s.gwCPU, s.gomaxprocs, s.genCPU, niceness),
+		s.scaleLine(),
 		fmt.Sprintf("load: %s with bench/wrk/partner.lua, %d process(es) of 1 thread, %d connections in all, closed loop; per phase a %v warmup run, then a %v measured run; %d rounds; unknown-kid flood: a second wrk with %d connections, key set refresh_cooldown %v",
 			strings.TrimSpace(wrkName), s.procs, s.conns, s.warmup, s.duration, s.rounds, s.floodConns, s.cooldown),
-		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte RS256 token (RSA %d) of a main-client link; the baseline sends the same tokens; key set from jwks_%s", benchPath, benchContentType, len(s.pool[0]), benchRSABits, s.jwksMode),
+		fmt.Sprintf("requests: POST %s, Content-Type %s, body a %d-byte token, %s; the baseline sends the same tokens; key set from jwks_%s", benchPath, benchContentType, len(s.pool[0]), s.mix, s.jwksMode),
 		fmt.Sprintf("upstream: %s", s.upstreamShape()),
 		fmt.Sprintf("load average at start: %s", firstLine(load)),
 	}
@@ -89,6 +90,7 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 	}
 	fmt.Fprintf(w, "%-36s %5d %9.0f %9s %9s %8d %11.1f %8.0f%% %7s%s\n", phaseTitle[r.Phase], r.Round, r.Load.RPS,
 		ms(r.Load.P50), ms(r.Load.P99), r.Load.Non(200), r.usPerReq(), 100*r.GenCoreBusy, fetchCol(r), mark)
+	s.printScaleRow(w, r)
 	if r.Flood != nil {
 		title := "   flood (random kids)"
 		if r.Phase == phaseFloor {
@@ -100,7 +102,7 @@ func (s *suite) printRow(w io.Writer, r phaseResult) {
 }
 
 func fetchCol(r phaseResult) string {
-	if r.Phase == phaseBaseline {
+	if config(r.Phase) == phaseBaseline {
 		return "-"
 	}
 	return fmt.Sprint(r.Fetches)
@@ -116,6 +118,13 @@ type summary struct {
 	CaddyUS     float64 `json:"caddy_us_per_request"`
 	GenCoreBusy float64 `json:"gen_core_busy"`
 	Rounds      int     `json:"rounds"`
+	// Medians of the scale measures (scale.go).
+	AdminUpMS    float64 `json:"admin_up_ms"`
+	FirstOKMS    float64 `json:"first_200_ms"`
+	ConfigLoadMS float64 `json:"caddy_config_load_ms"`
+	RSSMiB       float64 `json:"caddy_rss_mib"`
+	HeapMiB      float64 `json:"caddy_heap_inuse_mib"`
+	RedisUS      float64 `json:"redis_cpu_us_per_request,omitempty"`
 }
 
 func median(xs []float64) float64 {
@@ -149,6 +158,7 @@ func (s *suite) summarise(ph string) (summary, bool) {
 		return sum, false
 	}
 	sum.RPS, sum.P50ms, sum.P99ms, sum.CaddyUS, sum.GenCoreBusy = median(rps), median(p50), median(p99), median(us), median(busy)
+	s.summariseScale(ph, &sum)
 	return sum, true
 }
 
@@ -167,7 +177,7 @@ func (s *suite) report() error {
 	}
 	fmt.Fprintf(&b, "\n| phase | req/s | p50 | p99 | non-200 | Caddy CPU µs/req | generator core busy |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sums := map[string]summary{}
-	for _, ph := range []string{phaseBaseline, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseMemoryCompare, phaseRedisCompare} {
+	for _, ph := range []string{phaseBaseline, phaseBaselineCompare, phaseMemory, phaseRedis, phaseFlood, phaseFloodAlone, phaseFloor, phaseFloorAlone, phaseMemoryCompare, phaseRedisCompare} {
 		sum, ok := s.summarise(ph)
 		if !ok {
 			continue
@@ -198,7 +208,9 @@ func (s *suite) report() error {
 		fmt.Fprintf(&b, "- %s/a = %.1f%% with the -compare build (%s), against %s/a = %.1f%%: this build answers %+.1f%% requests/s and spends %+.1f%% Caddy CPU per request\n",
 			ph, 100*x.RPS/a.RPS, filepath.Base(s.compareBin), config(ph), 100*y.RPS/a.RPS, 100*(y.RPS/x.RPS-1), 100*(y.CaddyUS/x.CaddyUS-1))
 	}
+	b.WriteString(s.compareReport(sums))
 	b.WriteString(s.floodReport())
+	b.WriteString(s.scaleReport(sums))
 	fmt.Print(b.String())
 	if err := os.WriteFile(filepath.Join(s.out, "summary.md"), b.Bytes(), 0o644); err != nil {
 		return err
@@ -216,18 +228,7 @@ func (s *suite) report() error {
 
 // perRound lists the ratio of ph to the baseline of the same round, to show the spread.
 func (s *suite) perRound(ph string) string {
-	base := map[int]float64{}
-	for _, r := range s.results {
-		if r.Phase == phaseBaseline {
-			base[r.Round] = r.Load.RPS
-		}
-	}
-	var parts []string
-	for _, r := range s.results {
-		if r.Phase == ph && base[r.Round] > 0 {
-			parts = append(parts, fmt.Sprintf("%.1f%%", 100*r.Load.RPS/base[r.Round]))
-		}
-	}
+	parts := s.roundRatios(ph, phaseBaseline)
 	if len(parts) < 2 {
 		return ""
 	}

@@ -32,7 +32,7 @@ const (
 
 type suite struct {
 	caddyBin, redisBin, self string
-	compareBin               string // another build, for phases B and C
+	compareBin               string // another build, for phases A, B and C
 	wrkBin, script           string
 	gwCPU, genCPU            string
 	warmup, duration         time.Duration
@@ -46,6 +46,11 @@ type suite struct {
 	jwksMode                 string
 	out                      string
 	skip                     map[string]bool
+	mix                      mix  // the gateway phases' algorithm and link kind
+	partners                 int  // -partners: partners in the handler
+	gomaxprocs               int  // -gomaxprocs: Caddy's GOMAXPROCS
+	redisCluster             bool // -redis-cluster: phase c against a cluster
+	redisCLI                 string
 
 	partner   *partner
 	jwksFile  string
@@ -60,6 +65,10 @@ type suite struct {
 	estRPS    float64            // the baseline's rate, to size each gateway phase's batch
 	phaseRPS  map[string]float64 // each phase's best rate, to size the profile's batch
 	results   []phaseResult
+
+	others       []otherPartner // the -partners after the first
+	cluster      []string       // the cluster's nodes, with -redis-cluster
+	clusterProcs []*proc
 }
 
 // phaseResult is one measured phase.
@@ -73,6 +82,16 @@ type phaseResult struct {
 	Fetches     int64         `json:"jwks_fetches"`  // key set fetches in the measured window
 	Tokens      int           `json:"tokens_minted"` // 0 for the baseline
 	MintSeconds float64       `json:"mint_seconds"`  // time to mint the batch
+	// How Caddy came up and what it held (scale.go): from "caddy run" to the admin API's
+	// first answer and to the probe's first 200; Caddy's own log from the config read to
+	// serving it; VmRSS and Go heap in use after the measured window.
+	AdminUp    time.Duration `json:"admin_up_ns"`
+	FirstOK    time.Duration `json:"first_200_ns"`
+	ConfigLoad time.Duration `json:"caddy_config_load_ns"`
+	CaddyRSS   uint64        `json:"caddy_rss_bytes"`
+	CaddyHeap  uint64        `json:"caddy_heap_inuse_bytes"`
+	// RedisCPU is the Redis servers' CPU in the measured window (phases c and C).
+	RedisCPU time.Duration `json:"redis_cpu_ns,omitempty"`
 }
 
 func (r phaseResult) usPerReq() float64 {
@@ -105,12 +124,17 @@ const (
 	// change, side by side in one run.
 	phaseMemoryCompare = "B"
 	phaseRedisCompare  = "C"
+
+	// a with the -compare build, right after a: the baseline's own change (a build
+	// option such as PGO speeds up reverse_proxy too), and each build's own baseline.
+	phaseBaselineCompare = "A"
 )
 
 // compared maps a phase of the -compare build to the same configuration's phase.
-var compared = map[string]string{phaseMemoryCompare: phaseMemory, phaseRedisCompare: phaseRedis}
+var compared = map[string]string{phaseBaselineCompare: phaseBaseline, phaseMemoryCompare: phaseMemory, phaseRedisCompare: phaseRedis}
 
-// config returns the phase whose configuration ph runs: b for B, c for C, ph otherwise.
+// config returns the phase whose configuration ph runs: a for A, b for B, c for C, ph
+// otherwise.
 func config(ph string) string {
 	if c, ok := compared[ph]; ok {
 		return c
@@ -128,23 +152,25 @@ var phaseTitle = map[string]string{
 	phaseFloorAlone:    "g  the flood alone, fixed 401",
 	phaseMemoryCompare: "B  b with the -compare build",
 	phaseRedisCompare:  "C  c with the -compare build",
+
+	phaseBaselineCompare: "A  a with the -compare build",
 }
 
 func suiteMain(args []string) error {
 	s := &suite{skip: map[string]bool{}, phaseRPS: map[string]float64{}}
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.StringVar(&s.caddyBin, "caddy", "./caddy", "Caddy binary built with partnergate's modules")
-	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases B and C, b and c with it, to every round")
+	fs.StringVar(&s.compareBin, "compare", "", "another such binary (e.g. built before a change): adds phases A, B and C, a, b and c with it, to every round")
 	fs.StringVar(&s.redisBin, "redis-server", "redis-server", "redis-server binary")
 	fs.StringVar(&s.wrkBin, "wrk", "wrk", "wrk binary (Debian package wrk)")
-	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU that Caddy is pinned to")
+	fs.StringVar(&s.gwCPU, "gateway-cpu", "1", "CPU(s) that Caddy is pinned to, a taskset list such as 1 or 0,1")
 	fs.StringVar(&s.genCPU, "generator-cpu", "0", "CPU that wrk, the upstream and Redis are pinned to")
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "warmup of each phase: a wrk run of its own before the measured one, not counted (whole seconds; 0: none)")
 	fs.DurationVar(&s.duration, "duration", 10*time.Second, "measured window of each phase (whole seconds, wrk's unit)")
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of a, b, c (the table gives each round and the medians)")
 	fs.IntVar(&s.conns, "conns", 16, "connections of wrk")
 	fs.IntVar(&s.procs, "procs", 1, "wrk processes sharing the valid load's connections, each with its own tokens (wrk's threads cannot share fresh tokens)")
-	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (B with -compare), key set from jwks_file, "+
+	fs.BoolVar(&s.operator, "operator", false, "the issue's outside configuration: phases a and b only (A and B with -compare), key set from jwks_file, "+
 		"one wrk with 32 connections, the lean upstream (drains the body, answers 35 bytes of text), tokens with ten short payload fields")
 	fs.IntVar(&s.floodConns, "flood-conns", 4, "connections of the unknown-kid flood's wrk (closed loop, full rate)")
 	fs.DurationVar(&s.cooldown, "cooldown", 2*time.Second, "refresh_cooldown of the key set in phase d")
@@ -154,6 +180,12 @@ func suiteMain(args []string) error {
 	fs.StringVar(&s.out, "out", "", "folder for results, logs and profiles (default: a new temporary folder)")
 	fs.IntVar(&niceness, "nice", 0, "nice value of Caddy, wrk, the upstream and Redis (negative needs root; for a shared machine)")
 	skip := fs.String("skip", "", "phases to leave out, e.g. cd")
+	alg := fs.String("alg", string(defaultMix.alg), "the partner's key and the gateway phases' token algorithm: RS256, PS256 (both RSA 2048) or ES256 (P-256)")
+	link := fs.String("link", string(defaultMix.kind), "the link kind the tokens carry: main (a main-client link) or go (a Go link)")
+	fs.IntVar(&s.partners, "partners", 1, "partners in the gateway's handler, each with its own RSA key set (the first follows -alg, the others sign RS256) (jwks_file; keys cached in ~/.cache/partnergate/loadbench); the valid tokens are dealt over them in turn")
+	fs.IntVar(&s.gomaxprocs, "gomaxprocs", 1, "Caddy's GOMAXPROCS: at most the number of CPUs in -gateway-cpu (a taskset list such as 0,1)")
+	fs.BoolVar(&s.redisCluster, "redis-cluster", false, "phases c and C against a Redis Cluster of three masters started by the suite, instead of one redis-server")
+	fs.StringVar(&s.redisCLI, "redis-cli", "redis-cli", "redis-cli binary, to create the -redis-cluster")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -174,6 +206,9 @@ func suiteMain(args []string) error {
 	if s.procs < 1 || s.conns < s.procs {
 		return fmt.Errorf("-procs %d with -conns %d: want at least one process and one connection each", s.procs, s.conns)
 	}
+	if err := s.checkScale(); err != nil {
+		return err
+	}
 	for _, c := range *skip {
 		s.skip[string(c)] = true
 	}
@@ -183,6 +218,9 @@ func suiteMain(args []string) error {
 		s.warmup = time.Duration(wrk.Seconds(s.warmup)) * time.Second
 	}
 	var err error
+	if s.mix, err = parseMix(*alg, *link); err != nil {
+		return err
+	}
 	if s.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -196,7 +234,7 @@ func suiteMain(args []string) error {
 		if s.compareBin, err = filepath.Abs(s.compareBin); err != nil {
 			return err
 		}
-		phases = append(phases, phaseMemoryCompare, phaseRedisCompare)
+		phases = withCompare(phases)
 	}
 	if s.out == "" {
 		if s.out, err = os.MkdirTemp("", "loadbench-"); err != nil {
@@ -250,8 +288,8 @@ func (s *suite) setup() error {
 	if err := os.WriteFile(s.script, wrk.Script, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "loadbench: generating the partner's RSA-%d key\n", benchRSABits)
-	if s.partner, err = newPartner(); err != nil {
+	fmt.Fprintf(os.Stderr, "loadbench: generating the partner's %s key\n", s.mix.keyName())
+	if s.partner, err = newPartner(s.mix); err != nil {
 		return err
 	}
 	s.partner.short = s.operator
@@ -280,10 +318,17 @@ func (s *suite) setup() error {
 	if s.upProc, s.upstream, err = startUpstream(s.self, s.genCPU, logs, upArgs...); err != nil {
 		return err
 	}
-	if !s.skip[phaseRedis] {
+	if !s.skip[phaseRedis] && s.redisCluster {
+		if s.clusterProcs, s.cluster, err = startRedisCluster(s.redisBin, s.redisCLI, s.genCPU, logs); err != nil {
+			return err
+		}
+	} else if !s.skip[phaseRedis] {
 		if s.redisProc, s.redis, err = startRedis(s.redisBin, s.genCPU, logs); err != nil {
 			return err
 		}
+	}
+	if err := s.setupPartners(); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: minting the baseline's token pool\n")
 	if s.pool, err = s.partner.mint(5000); err != nil {
@@ -295,6 +340,9 @@ func (s *suite) setup() error {
 func (s *suite) teardown() {
 	s.upProc.stop()
 	s.redisProc.stop()
+	for _, p := range s.clusterProcs {
+		p.stop()
+	}
 }
 
 // startCaddy writes the phase's Caddyfile and runs Caddy pinned to the gateway CPU.
@@ -315,9 +363,9 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		Admin:    net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPort)),
 		Listen:   net.JoinHostPort("127.0.0.1", strconv.Itoa(listenPort)),
 		Upstream: s.upstream,
-		Gateway:  ph != phaseBaseline,
+		Gateway:  config(ph) != phaseBaseline,
 		Floor:    atFloor(ph),
-		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience,
+		Partner:  benchPartner, Issuer: benchIssuer, Audience: benchAudience, Algorithm: string(s.mix.alg),
 	}
 	if cfg.Gateway {
 		if s.jwksMode == "url" || flooded(ph) {
@@ -326,8 +374,9 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 			cfg.JWKSFile = s.jwksFile
 		}
 		if config(ph) == phaseRedis {
-			cfg.Redis = s.redis
+			cfg.Redis, cfg.RedisCluster = s.redis, s.cluster
 		}
+		cfg.Partners = s.partnerConfigs()
 	}
 	text, err := cfg.render()
 	if err != nil {
@@ -338,7 +387,8 @@ func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
 		return nil, "", "", err
 	}
 	home := filepath.Join(s.out, "caddy-home")
-	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home}
+	env := []string{"SSL_CERT_FILE=" + s.caFile, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home,
+		"GOMAXPROCS=" + strconv.Itoa(s.gomaxprocs)} // after startPinned's GOMAXPROCS=1, so it wins
 	p, err := startPinned("caddy-"+ph, s.gwCPU, filepath.Join(s.out, "logs"), env, nil, nil,
 		bin, "run", "--config", file, "--adapter", "caddyfile")
 	if err != nil {
@@ -372,7 +422,7 @@ func probeFloor(addr string) error {
 // loadSpecs returns the wrk runs of phase ph, named with prefix: the valid load from files
 // (one per wrk process) and the flood from floodFile, as the phase has them.
 func (s *suite) loadSpecs(ph, prefix string, files []string, floodFile string) []loadSpec {
-	valid := loadSpec{name: prefix + ph, tokens: files, conns: s.conns, repeat: ph == phaseBaseline}
+	valid := loadSpec{name: prefix + ph, tokens: files, conns: s.conns, repeat: config(ph) == phaseBaseline}
 	flood := loadSpec{name: prefix + "flood-" + ph, tokens: []string{floodFile}, conns: s.floodConns, repeat: true}
 	if atFloor(ph) {
 		flood.path = floorPath
@@ -646,7 +696,7 @@ func (s *suite) runLoads(addr string, d time.Duration, specs []loadSpec, before 
 func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	r := phaseResult{Phase: ph, Round: round}
 	tokens := s.pool
-	switch ph {
+	switch config(ph) {
 	case phaseBaseline:
 	case phaseFloodAlone, phaseFloorAlone:
 		// One valid token, for the probe and as the flood's template: the baseline's pool
@@ -660,7 +710,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		fmt.Fprintf(os.Stderr, "loadbench: phase %s round %d: minting %d tokens on %d cores\n", ph, round, n, runtime.NumCPU())
 		t0 := time.Now()
 		var err error
-		if tokens, err = s.partner.mint(n + 1); err != nil {
+		if tokens, err = s.mintValid(n + 1); err != nil {
 			return r, err
 		}
 		r.Tokens, r.MintSeconds = n, time.Since(t0).Seconds()
@@ -683,14 +733,17 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		defer os.Remove(floodFile)
 	}
 
-	caddy, addr, _, err := s.startCaddy(ph)
+	started := time.Now()
+	caddy, addr, admin, err := s.startCaddy(ph)
 	if err != nil {
 		return r, err
 	}
 	defer caddy.stop()
+	r.AdminUp = time.Since(started)
 	if err := probe(addr, probeToken); err != nil {
 		return r, fmt.Errorf("phase %s: %v", ph, err)
 	}
+	r.FirstOK = time.Since(started)
 	if atFloor(ph) {
 		if err := probeFloor(addr); err != nil {
 			return r, fmt.Errorf("phase %s: %v", ph, err)
@@ -727,9 +780,7 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 		x.at = time.Now()
 		x.caddy, _ = caddy.cpuTime()
 		x.up, _ = s.upProc.cpuTime()
-		if s.redisProc != nil {
-			x.redis, _ = s.redisProc.cpuTime()
-		}
+		x.redis = s.redisCPU()
 		return x
 	}
 	var before sample
@@ -745,6 +796,10 @@ func (s *suite) runPhase(ph string, round int) (phaseResult, error) {
 	}
 	r.CaddyCPU = after.caddy - before.caddy
 	r.Fetches = fetchesAfter - fetchesBefore
+	if config(ph) == phaseRedis {
+		r.RedisCPU = after.redis - before.redis
+	}
+	s.measureCaddy(&r, caddy, admin)
 	gen := (after.up - before.up) + (after.redis - before.redis)
 	for _, c := range wrkCPU {
 		gen += c
@@ -777,7 +832,11 @@ func (s *suite) profilePhase(ph string) error {
 		n = 1 // the probe, and the flood's template
 	}
 	fmt.Fprintf(os.Stderr, "loadbench: profile of phase %s: minting %d tokens\n", ph, n)
-	tokens, err := s.partner.mint(n + 1)
+	mint := s.mintValid
+	if ph == phaseBaseline {
+		mint = s.partner.mint // the baseline stays on the first partner's path
+	}
+	tokens, err := mint(n + 1)
 	if err != nil {
 		return err
 	}
