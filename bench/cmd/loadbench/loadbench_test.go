@@ -268,3 +268,21 @@ func TestOperatorTokens(t *testing.T) {
 		t.Errorf("the parts hold %d distinct tokens, want %d (each token in one part)", len(seen), len(tokens))
 	}
 }
+
+// TestBatchSizeWithoutBaseline: with phase a skipped, the first gateway phase mints what a
+// core could answer at most, not -max-tokens: 300,000 RSA signatures take longer than the
+// tokens live.
+func TestBatchSizeWithoutBaseline(t *testing.T) {
+	s := &suite{phaseRPS: map[string]float64{}, maxTokens: 300000, warmup: 2 * time.Second, duration: 10 * time.Second, conns: 32, gomaxprocs: 1}
+	if n := s.batchSize(phaseMemory); n >= s.maxTokens || n < gatewayCeilingRPS*12 {
+		t.Errorf("batchSize with no rate known = %d, want about %d (the ceiling for 12.2 s), under -max-tokens", n, gatewayCeilingRPS*12)
+	}
+	s.gomaxprocs = 2
+	if n1, n2 := (&suite{phaseRPS: map[string]float64{}, maxTokens: 300000, warmup: 2 * time.Second, duration: 10 * time.Second, conns: 32, gomaxprocs: 1}).batchSize(phaseRedis), s.batchSize(phaseRedis); n2 <= n1 {
+		t.Errorf("batchSize with GOMAXPROCS 2 = %d, want more than with 1 (%d)", n2, n1)
+	}
+	s.estRPS = 5000 // once the baseline ran, its rate decides
+	if n := s.batchSize(phaseMemory); n != 5000*12+int(0.2*5000)+64 {
+		t.Errorf("batchSize after a baseline of 5,000/s = %d, want %d", n, 5000*12+int(0.2*5000)+64)
+	}
+}

@@ -510,6 +510,11 @@ func removeAll(paths []string) {
 	}
 }
 
+// gatewayCeilingRPS is more links per second than jwt_partner answers on one core: each
+// costs one signature check and Caddy's proxying, over 100 µs of CPU on the machines we
+// measure on (docs/performance.md). Should a gateway outrun it, the phase ends early.
+const gatewayCeilingRPS = 10000
+
 // batchSize is how many tokens a gateway phase needs: what the baseline would answer on a
 // whole core (from its CPU time per request, so that a baseline slowed by other work on the
 // machine does not starve the next phase), since the gateway cannot outrun reverse_proxy
@@ -528,7 +533,10 @@ func (s *suite) batchSize(ph string) int {
 		rate = 1.4 * seen
 	}
 	if rate == 0 {
-		return s.maxTokens
+		// No baseline ran yet (-skip a): no gateway phase answers faster than
+		// gatewayCeilingRPS per core. Minting -max-tokens instead would take minutes, long
+		// enough for the first tokens to expire before the phase starts.
+		rate = gatewayCeilingRPS * float64(max(s.gomaxprocs, 1))
 	}
 	// Each wrk run stops up to 0.1 s after its -d, and the requests in flight when the
 	// warmup stops are spent without an answer.
