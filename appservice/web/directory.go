@@ -368,15 +368,9 @@ func (h *Handler) directoryRefused(w http.ResponseWriter, d *directory, code pro
 // directorySignOut ends the service session and, when the provider offers RP-initiated
 // logout, sends the browser on to end the directory session too.
 func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request, d *directory) {
-	if tok := h.cookie(r, sessionCookie); tok != "" {
-		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
-			p := h.failure(w, r, "Try again in a moment.")
-			h.log.Error("signing out failed", "outcome", p.Code, "error", err.Error())
-			h.fail(w, p)
-			return
-		}
+	if !h.endSession(w, r) {
+		return
 	}
-	h.setCookie(w, r, sessionCookie, "", -1)
 	target := "/app/signed-out"
 	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
 		q := url.Values{"client_id": {d.ClientID}}

@@ -126,16 +126,25 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, "", "Reload the page and try again.") {
 		return
 	}
+	if !h.endSession(w, r) {
+		return
+	}
+	http.Redirect(w, r, "/app/signed-out", http.StatusSeeOther)
+}
+
+// endSession deletes the request's session and its cookie. It answers the failure itself
+// and reports false when the store could not delete it.
+func (h *Handler) endSession(w http.ResponseWriter, r *http.Request) bool {
 	if tok := h.cookie(r, sessionCookie); tok != "" {
 		if err := h.cfg.Store.DeleteSession(r.Context(), tok); err != nil {
 			p := h.failure(w, r, "Try again in a moment.")
 			h.log.Error("signing out failed", "outcome", p.Code, "error", err.Error())
 			h.fail(w, p)
-			return
+			return false
 		}
 	}
 	h.setCookie(w, r, sessionCookie, "", -1)
-	http.Redirect(w, r, "/app/signed-out", http.StatusSeeOther)
+	return true
 }
 
 func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
