@@ -284,6 +284,12 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*Key, error) {
 	r.mu.Lock()
 	ch := r.inflight
 	if ch == nil {
+		// A fetch may have ended between the lookup and the lock; the set it installed
+		// is in place before inflight is cleared, so look again before refusing.
+		if k, miss, err = r.lookup(kid); !miss {
+			r.mu.Unlock()
+			return k, err
+		}
 		if r.ctx == nil || (!r.lastMiss.IsZero() && now.Sub(r.lastMiss) < r.cfg.Cooldown) {
 			r.mu.Unlock()
 			return nil, err
