@@ -287,6 +287,13 @@ WHERE i.partner = ? AND i.partner_person_id = ?`), partner, c.ID).Scan(&member, 
 		}
 	}
 	if !member.Valid && hash.Valid {
+		// Two clinics' first links of one human, each with its own contact id, would each
+		// find no member by the number and make one (PostgreSQL): the second waits here
+		// until the first has made its member, and then finds it. The hash has a fixed
+		// length, so the key names one partner and number.
+		if err := s.lockKey(ctx, tx, "member-ssn:"+hash.String+":"+partner); err != nil {
+			return err
+		}
 		err := tx.QueryRowContext(ctx, s.q(`SELECT id, ssn_hash, partner_person_id FROM members WHERE partner = ? AND ssn_hash = ? ORDER BY id LIMIT 1`),
 			partner, hash.String).Scan(&member, &stored, &own)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

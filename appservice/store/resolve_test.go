@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -336,6 +337,32 @@ func TestConcurrentFirstLinksOfTwoClinics(t *testing.T) {
 			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT id FROM members)", nil, &linked)
 			if linked != 2 {
 				t.Errorf("records of the member = %d, want both clinics' 2", linked)
+			}
+		})
+	}
+}
+
+// TestConcurrentFirstLinksOfOneSSN: the first links of one human from eight organizations
+// at once, each clinic with its own contact id and the same national identity number, make
+// one member with all eight ids and one account, not a member per clinic.
+func TestConcurrentFirstLinksOfOneSSN(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t, newClock())
+			resolveAtOnce(t, s, func(i int) Link {
+				l := goLink(fmt.Sprintf("org-%d", i), fmt.Sprintf("c-%d", i), "kari@example.com")
+				l.Payload.Contact.SSN = kariSSN
+				return l
+			})
+			for table, want := range map[string]int{"organizations": 8, "persons": 8, "members": 1, "member_identities": 8, "accounts": 1} {
+				if n := count(t, s, table); n != want {
+					t.Errorf("%s has %d rows after concurrent first links of one ssn from eight clinics, want %d", table, n, want)
+				}
+			}
+			var linked int
+			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT MIN(id) FROM members)", nil, &linked)
+			if linked != 8 {
+				t.Errorf("records of the member = %d, want all eight clinics'", linked)
 			}
 		})
 	}
