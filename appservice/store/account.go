@@ -162,7 +162,7 @@ WHERE role = ? AND (username = ? OR LOWER(email) = ?) ORDER BY id LIMIT 1`), Rol
 	if !hash.Valid || !checkPassword(hash.String, password) {
 		return nil, ErrBadCredentials
 	}
-	token, tokenHash, err := newSecret()
+	token, _, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +178,7 @@ WHERE role = ? AND (username = ? OR LOWER(email) = ?) ORDER BY id LIMIT 1`), Rol
 				return err
 			}
 		}
-		if err := s.insertSession(ctx, tx, tokenHash, id, p, now); err != nil {
-			return err
-		}
-		out.Session, err = s.readSession(ctx, tx, token)
+		out.Session, err = s.startSession(ctx, tx, token, id, p, now)
 		return err
 	})
 	if err != nil {
@@ -255,10 +252,14 @@ WHERE token_hash = ? AND account_id IS NULL AND expires_at > ?`), hashSecret(tok
 	return p, err
 }
 
-func (s *Store) insertSession(ctx context.Context, tx *sql.Tx, tokenHash string, account int64, p pending, now int64) error {
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, case_id, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, account, p.employee, p.org, p.person, p.link, p.caseID, now, now+s.opts.SessionTTL.Milliseconds())
-	return err
+// startSession signs account in under token, with what p hands over, and reads the new
+// session back as the caller's answer.
+func (s *Store) startSession(ctx context.Context, tx *sql.Tx, token string, account int64, p pending, now int64) (*Session, error) {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, contact_id, link_id, case_id, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), hashSecret(token), account, p.employee, p.org, p.person, p.link, p.caseID, now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
+		return nil, err
+	}
+	return s.readSession(ctx, tx, token)
 }
 
 // ErrConflict is a name or link already taken: a username or e-mail address of another
@@ -290,7 +291,7 @@ func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, us
 	if err != nil {
 		return nil, err
 	}
-	token, tokenHash, err := newSecret()
+	token, _, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
@@ -343,10 +344,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), RoleInstructor, username, email, st
 				return err
 			}
 		}
-		if err := s.insertSession(ctx, tx, tokenHash, id, p, now); err != nil {
-			return err
-		}
-		out.Session, err = s.readSession(ctx, tx, token)
+		out.Session, err = s.startSession(ctx, tx, token, id, p, now)
 		return err
 	})
 	if err != nil {

@@ -95,9 +95,8 @@ VALUES (?, NULL, ?, ?, ?, ?)`), tokenHash, p.employee, p.org, now, now+s.opts.Pe
 			} else if p.org, err = s.lastMembership(ctx, tx, account.Int64); err != nil {
 				return err
 			}
-			if err := s.insertSession(ctx, tx, tokenHash, account.Int64, p, now); err != nil {
-				return err
-			}
+			out.Session, err = s.startSession(ctx, tx, token, account.Int64, p, now)
+			return err
 		}
 		out.Session, err = s.readSession(ctx, tx, token)
 		return err
