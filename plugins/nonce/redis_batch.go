@@ -25,9 +25,8 @@ import (
 // order on one connection, so two claims of the same nonce in one batch are still one
 // fresh and one replayed.
 //
-// Only single servers and Sentinel masters batch. A Cluster pipeline re-sends the commands
-// of a node whose connection failed, so on a Cluster each claim stays one command, sent
-// once (onceStatusCmd).
+// A Cluster batches per master, each on the master's own client (redis_cluster_batch.go):
+// the Cluster client's pipeline re-sends the commands of a node whose connection failed.
 const (
 	// batchLanes is the number of pipelines that may be on the wire at once. One lane
 	// batches best, but would queue every claim behind a slow round trip; two keep

@@ -71,8 +71,13 @@ func warmStore(t *testing.T, readTimeout time.Duration) (*Redis, *redistest.Serv
 // waitRoundTrips waits until the store's batcher has made n round trips.
 func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 	t.Helper()
+	waitBatcherTrips(t, r.conn.batch, n)
+}
+
+func waitBatcherTrips(t *testing.T, b *batcher, n int64) {
+	t.Helper()
 	eventually(t, 30*time.Second, fmt.Sprintf("%d round trips on the wire", n), func() error {
-		if got := r.conn.batch.roundTrips.Load(); got < n {
+		if got := b.roundTrips.Load(); got < n {
 			return fmt.Errorf("%d round trips", got)
 		}
 		return nil
@@ -84,7 +89,15 @@ func waitRoundTrips(t *testing.T, r *Redis, n int64) {
 // nonces fresh, the second claim of a nonce replayed, in one batch as across batches.
 func TestRedisBatchesWaitingClaims(t *testing.T) {
 	r, srv := warmStore(t, time.Minute) // the lanes wait for the unpause, however long it takes
-	before := r.conn.batch.roundTrips.Load()
+	checkBatchesWaitingClaims(t, r, srv, r.conn.batch, func(name string) string { return name })
+}
+
+// checkBatchesWaitingClaims holds srv's writes, fills b's lanes and queue with claims of
+// the nonces that nonce makes of a name, and checks that they went out together, each
+// sent once with its own answer.
+func checkBatchesWaitingClaims(t *testing.T, r *Redis, srv *redistest.Server, b *batcher, nonce func(name string) string) {
+	t.Helper()
+	before := b.roundTrips.Load()
 	calls := setCalls(t, srv)
 
 	unpause := pause(t, srv)
@@ -108,19 +121,21 @@ func TestRedisBatchesWaitingClaims(t *testing.T) {
 	}
 	// One at a time: two claims queued at the same moment could go out together on one lane.
 	for i := range batchLanes {
-		claim(fmt.Sprintf("nonce-batch-lane-%d", i))
-		waitRoundTrips(t, r, before+int64(i)+1)
+		claim(nonce(fmt.Sprintf("nonce-batch-lane-%d", i)))
+		waitBatcherTrips(t, b, before+int64(i)+1)
 	}
 	const distinct, twice = 40, 5
+	nonces := make([]string, distinct)
 	for i := range distinct {
-		claim(fmt.Sprintf("nonce-batch-%02d", i))
+		nonces[i] = nonce(fmt.Sprintf("nonce-batch-%02d", i))
+		claim(nonces[i])
 	}
 	for i := range twice {
-		claim(fmt.Sprintf("nonce-batch-%02d", i)) // the same nonce again, likely in the same batch
+		claim(nonces[i]) // the same nonce again, likely in the same batch
 	}
 	// every claim is queued before the lanes come back
 	eventually(t, 30*time.Second, "claims queued", func() error {
-		if n := len(r.conn.batch.queue); n < distinct+twice {
+		if n := len(b.queue); n < distinct+twice {
 			return fmt.Errorf("%d claims queued", n)
 		}
 		return nil
@@ -142,7 +157,7 @@ func TestRedisBatchesWaitingClaims(t *testing.T) {
 			t.Errorf("nonce %s claimed %d times: %d fresh answers, want 1", nonce, len(rs), fresh)
 		}
 	}
-	trips := r.conn.batch.roundTrips.Load() - before
+	trips := b.roundTrips.Load() - before
 	claims := int64(batchLanes + distinct + twice)
 	if trips > 2*batchLanes {
 		t.Errorf("%d claims made while the lanes were busy took %d round trips, want at most %d", claims, trips, 2*batchLanes)

@@ -67,7 +67,7 @@ func evalOnce(ctx context.Context, c *redisConn, name, script string, keys []str
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
 	cmd.SetFirstKeyPos(3) // the Cluster slot is the first key's
-	if err := c.send(ctx, onceCmd{cmd}); err != nil {
+	if err := c.send(ctx, keys[0], onceCmd{cmd}); err != nil {
 		return nil, err
 	}
 	return cmd, nil
@@ -93,7 +93,7 @@ func (r *Redis) claim(ctx context.Context, e Entry) (bool, error) {
 	c := r.conn
 	if !r.RequireCleanStart {
 		cmd := redis.NewStatusCmd(ctx, "set", key, "1", "nx", "pxat", untilMS)
-		if err := c.send(ctx, onceStatusCmd{cmd}); err != nil {
+		if err := c.send(ctx, key, onceStatusCmd{cmd}); err != nil {
 			return false, fmt.Errorf("claiming nonce in redis: %w", err)
 		}
 		v, err := cmd.Result()

@@ -120,7 +120,8 @@ func (r *Redis) Ping(ctx context.Context) error {
 // redisConn is one shared client with its reachability checker.
 type redisConn struct {
 	client   redis.UniversalClient
-	batch    *batcher // nil for a Cluster, whose claims go one by one
+	batch    *batcher        // a single server's or Sentinel master's claims
+	cluster  *clusterBatches // a Cluster's claims, batched per master
 	target   string
 	up       atomic.Bool
 	stop     chan struct{}
@@ -130,28 +131,45 @@ type redisConn struct {
 
 func newRedisConn(client redis.UniversalClient, target string, interval time.Duration) *redisConn {
 	c := &redisConn{client: client, target: target, stop: make(chan struct{}), done: make(chan struct{})}
-	if single, ok := client.(*redis.Client); ok {
-		c.batch = newBatcher(single)
+	switch cl := client.(type) {
+	case *redis.Client:
+		c.batch = newBatcher(cl)
+	case *redis.ClusterClient:
+		c.cluster = newClusterBatches(cl)
 	}
 	go c.watch(interval)
 	return c
 }
 
-// send sends a claim's command once, batched with the claims made at the same moment
-// where the client allows it (redis_batch.go). When it returns an error, cmd must not be
-// read.
-func (c *redisConn) send(ctx context.Context, cmd redis.Cmder) error {
-	if c.batch == nil {
-		_ = c.client.Process(ctx, cmd)
-		return nil
+// send sends a claim's command on key once, batched with the claims made at the same
+// moment for the same server (redis_batch.go, redis_cluster_batch.go). When it returns an
+// error, cmd must not be read.
+func (c *redisConn) send(ctx context.Context, key string, cmd redis.Cmder) error {
+	switch {
+	case c.batch != nil:
+		return c.batch.do(ctx, cmd)
+	case c.cluster != nil:
+		return c.cluster.do(ctx, key, cmd)
 	}
-	return c.batch.do(ctx, cmd)
+	_ = c.client.Process(ctx, cmd)
+	return nil
 }
 
 func (c *redisConn) ping(ctx context.Context) error {
-	var err error
+	_, err := c.pingMasters(ctx)
+	return err
+}
+
+// pingMasters pings the one server, or every master of a Cluster and returns their
+// clients.
+func (c *redisConn) pingMasters(ctx context.Context) (masters map[*redis.Client]bool, err error) {
 	if cc, ok := c.client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		masters = make(map[*redis.Client]bool)
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			mu.Lock()
+			masters[n] = true
+			mu.Unlock()
 			return n.Ping(ctx).Err()
 		})
 	} else {
@@ -159,9 +177,9 @@ func (c *redisConn) ping(ctx context.Context) error {
 	}
 	c.up.Store(err == nil)
 	if err != nil {
-		return fmt.Errorf("pinging redis: %v", err)
+		return nil, fmt.Errorf("pinging redis: %v", err)
 	}
-	return nil
+	return masters, nil
 }
 
 // watch pings Redis until the last user of the client is cleaned up.
@@ -169,10 +187,17 @@ func (c *redisConn) watch(interval time.Duration) {
 	defer close(c.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last time.Time
 	for {
+		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), interval)
-		_ = c.ping(ctx)
+		masters, err := c.pingMasters(ctx)
 		cancel()
+		if c.cluster != nil && err == nil && !last.IsZero() {
+			// a batcher unused since the last ping, of a node that is no longer a master
+			c.cluster.retire(masters, last)
+		}
+		last = start
 		select {
 		case <-c.stop:
 			return
@@ -188,6 +213,9 @@ func (c *redisConn) Destruct() error {
 	<-c.done
 	if c.batch != nil {
 		c.batch.close()
+	}
+	if c.cluster != nil {
+		c.cluster.close()
 	}
 	return c.client.Close()
 }

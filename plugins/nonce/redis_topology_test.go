@@ -186,6 +186,55 @@ func TestRedisClusterNodeStalls(t *testing.T) {
 	}
 }
 
+// TestRedisClusterBatchesPerMaster: on a Cluster, the claims for one master made while its
+// lanes are on the wire go to it together, each sent once and to that master only, with
+// its own answer, as on a single server.
+func TestRedisClusterBatchesPerMaster(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	r := &Redis{Addresses: []string{nodes[0].Addr()}, KeyPrefix: "batch:",
+		ReadTimeout: caddy.Duration(time.Minute), PingInterval: caddy.Duration(time.Hour)}
+	provisionRedis(t, r)
+	target := nodes[1]
+	// onTarget makes a nonce of name whose key the target serves.
+	onTarget := func(name string) string {
+		for i := 0; ; i++ {
+			n := fmt.Sprintf("%s-%d", name, i)
+			bucket, hash := redisKeyParts("acme", n)
+			if masterFor(t, r, nodes, r.KeyPrefix+bucket+hash) == target {
+				return n
+			}
+		}
+	}
+	warm := onTarget("nonce-warm")
+	if fresh, err := claimCtx(t, r, liveEntry("acme", warm)); err != nil || !fresh {
+		t.Fatalf("warm-up Claim = %v, %v, want true, nil", fresh, err)
+	}
+	bucket, hash := redisKeyParts("acme", warm)
+	client, err := r.conn.client.(*redis.ClusterClient).MasterForKey(context.Background(), r.KeyPrefix+bucket+hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := r.conn.cluster.nodes.Load(client)
+	if !ok {
+		t.Fatalf("no batcher for the target master after a claim on it")
+	}
+	others := map[*redistest.Server]int{}
+	for _, n := range nodes {
+		if n != target {
+			others[n] = setCalls(t, n)
+		}
+	}
+	checkBatchesWaitingClaims(t, r, target, v.(*nodeBatcher).batcher, onTarget)
+	for n, before := range others {
+		if got := setCalls(t, n) - before; got != 0 {
+			t.Errorf("master %s ran SET %d times for claims of another master's slots", n.Addr(), got)
+		}
+	}
+	if n := r.conn.cluster.rerouted.Load(); n != 0 {
+		t.Errorf("%d claims were redirected with a settled slot map, want 0", n)
+	}
+}
+
 // masterFor returns the node that serves key.
 func masterFor(t *testing.T, r *Redis, nodes []*redistest.Server, key string) *redistest.Server {
 	t.Helper()
@@ -273,8 +322,14 @@ func TestRedisClusterFollowsMoved(t *testing.T) {
 				return nil
 			})
 
+			rerouted := r.conn.cluster.rerouted.Load()
 			if fresh, err := claimCtx(t, r, e); err != nil || !fresh {
 				t.Fatalf("Claim after the slot moved = %v, %v, want true, nil", fresh, err)
+			}
+			// The old master's batch answers MOVED and the Cluster client follows it (with
+			// the guard once more when the new master lacks the script: EVAL after NOSCRIPT).
+			if n := r.conn.cluster.rerouted.Load() - rerouted; n == 0 {
+				t.Errorf("no claim was sent again after MOVED: the claim did not go through the old master's batch")
 			}
 			if n := to.Client().Exists(ctx, key).Val(); n != 1 {
 				t.Errorf("the claim is not on the slot's new master")
@@ -283,5 +338,46 @@ func TestRedisClusterFollowsMoved(t *testing.T) {
 				t.Errorf("replay = %v, %v, want false, nil", fresh, err)
 			}
 		})
+	}
+}
+
+// TestRedisClusterRetiresBatchers: the batcher of a node that is no longer a master stops
+// once it has been idle since the last ping; a master's, or one used since, stays.
+func TestRedisClusterRetiresBatchers(t *testing.T) {
+	cb := newClusterBatches(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}))
+	defer cb.client.Close()
+	clients := make([]*redis.Client, 3)
+	for i := range clients {
+		clients[i] = redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		defer clients[i].Close()
+	}
+	master, gone, busy := cb.batcher(clients[0]), cb.batcher(clients[1]), cb.batcher(clients[2])
+	lastPing := time.Now()
+	gone.used.Store(lastPing.Add(-time.Second).UnixNano())
+	master.used.Store(lastPing.Add(-time.Second).UnixNano())
+	busy.used.Store(lastPing.Add(time.Millisecond).UnixNano())
+
+	cb.retire(map[*redis.Client]bool{clients[0]: true}, lastPing)
+
+	for _, tc := range []struct {
+		name   string
+		client *redis.Client
+		b      *nodeBatcher
+		kept   bool
+	}{{"a master's", clients[0], master, true}, {"an idle former master's", clients[1], gone, false}, {"a former master's used since the ping", clients[2], busy, true}} {
+		_, kept := cb.nodes.Load(tc.client)
+		stopped := false
+		select {
+		case <-tc.b.stop:
+			stopped = true
+		default:
+		}
+		if kept != tc.kept || stopped == tc.kept {
+			t.Errorf("%s batcher: kept %v, stopped %v; want kept %v", tc.name, kept, stopped, tc.kept)
+		}
+	}
+	cb.close()
+	if b := cb.batcher(clients[0]); b != nil {
+		t.Errorf("batcher after close = %v, want nil", b)
 	}
 }
