@@ -280,6 +280,16 @@ func TestRequestIDSingleUse(t *testing.T) {
 	}
 }
 
+// wantRows checks the number of rows of each table after what happened.
+func wantRows(t *testing.T, s *Store, after string, want map[string]int) {
+	t.Helper()
+	for table, n := range want {
+		if got := count(t, s, table); got != n {
+			t.Errorf("%s has %d rows after %s, want %d", table, got, after, n)
+		}
+	}
+}
+
 // resolveAtOnce resolves link(i) for i in 0..7 at once and fails the test on any error.
 func resolveAtOnce(t *testing.T, s *Store, link func(i int) Link) {
 	t.Helper()
@@ -312,11 +322,7 @@ func TestConcurrentFirstLinks(t *testing.T) {
 				}
 				return goLink("org-new", "c-new", "new@example.com")
 			})
-			for table, want := range map[string]int{"organizations": 1, "persons": 1, "person_partner_ids": 1, "members": 1, "member_identities": 1, "employees": 1, "accounts": 1, "links": 8} {
-				if n := count(t, s, table); n != want {
-					t.Errorf("%s has %d rows after 8 concurrent first links, want %d", table, n, want)
-				}
-			}
+			wantRows(t, s, "8 concurrent first links", map[string]int{"organizations": 1, "persons": 1, "person_partner_ids": 1, "members": 1, "member_identities": 1, "employees": 1, "accounts": 1, "links": 8})
 		})
 	}
 }
@@ -328,11 +334,7 @@ func TestConcurrentFirstLinksOfTwoClinics(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.open(t, newClock())
 			resolveAtOnce(t, s, func(i int) Link { return goLink([]string{"org-a", "org-b"}[i%2], "c-new", "new@example.com") })
-			for table, want := range map[string]int{"organizations": 2, "persons": 2, "person_partner_ids": 2, "members": 1, "member_identities": 1, "accounts": 1} {
-				if n := count(t, s, table); n != want {
-					t.Errorf("%s has %d rows after concurrent first links from two clinics, want %d", table, n, want)
-				}
-			}
+			wantRows(t, s, "concurrent first links from two clinics", map[string]int{"organizations": 2, "persons": 2, "person_partner_ids": 2, "members": 1, "member_identities": 1, "accounts": 1})
 			var linked int
 			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT id FROM members)", nil, &linked)
 			if linked != 2 {
@@ -354,11 +356,7 @@ func TestConcurrentFirstLinksOfOneSSN(t *testing.T) {
 				l.Payload.Contact.SSN = kariSSN
 				return l
 			})
-			for table, want := range map[string]int{"organizations": 8, "persons": 8, "members": 1, "member_identities": 8, "accounts": 1} {
-				if n := count(t, s, table); n != want {
-					t.Errorf("%s has %d rows after concurrent first links of one ssn from eight clinics, want %d", table, n, want)
-				}
-			}
+			wantRows(t, s, "concurrent first links of one ssn from eight clinics", map[string]int{"organizations": 8, "persons": 8, "members": 1, "member_identities": 8, "accounts": 1})
 			var linked int
 			queryRow(t, s, "SELECT COUNT(*) FROM persons WHERE member_id = (SELECT MIN(id) FROM members)", nil, &linked)
 			if linked != 8 {
