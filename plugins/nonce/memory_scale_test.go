@@ -26,7 +26,7 @@ import (
 //   - lock-hold-max-us: the longest any one shard's lock is held by a pass, none expired
 //     (the largest shard's pass, timed alone: see maxShardSweep);
 //   - claim-p50-us, claim-p99-us, claim-p999-us: claims of fresh nonces while a sweep
-//     runs in a loop. During a pass about one claim in 64 (the shards) meets the shard
+//     runs in a loop. During a pass about one claim in 256 (the shards) meets the shard
 //     being swept and waits for its lock, so the 99th percentile sits on the edge of those
 //     waits and jumps between runs; the 99.9th shows them;
 //   - claim-p50-idle-us, claim-p99-idle-us, claim-p999-idle-us: the same claims with no
