@@ -122,13 +122,3 @@ func (cb *clusterBatches) close() {
 		return true
 	})
 }
-
-// roundTrips is the round trips made by every master's batcher, for tests.
-func (cb *clusterBatches) roundTrips() int64 {
-	var n int64
-	cb.nodes.Range(func(_, v any) bool {
-		n += v.(*nodeBatcher).roundTrips.Load()
-		return true
-	})
-	return n
-}
