@@ -323,6 +323,16 @@ func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {
 	if in.DisplayName == "" {
 		in.DisplayName = in.Username
 	}
+	if msg := web.PasswordProblem(in.Password, in.Username); msg != "" && !generated {
+		// The account is made with the rules of the sign-up form; an existing one keeps
+		// its password, which this setting does not change.
+		switch _, _, err := st.InstructorHome(ctx, in.Username); {
+		case errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("the first instructor's password (PARTNERGATE_APP_INSTRUCTOR_PASSWORD) breaks the password rules: %s", msg)
+		case err != nil:
+			return fmt.Errorf("reading the first instructor: %w", err)
+		}
+	}
 	created, err := st.EnsureInstructor(ctx, in.Username, in.Email, in.DisplayName, in.Password)
 	if err != nil {
 		return fmt.Errorf("creating the first instructor: %w", err)

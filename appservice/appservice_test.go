@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/partnergate/partnergate/appservice/store"
@@ -69,7 +70,7 @@ func TestStartSeedsDemoData(t *testing.T) {
 		Database:       filepath.Join(dir, "app.db"),
 		SecretFile:     filepath.Join(dir, "app.secret"),
 		UpstreamSecret: "0123456789abcdef0123456789abcdef",
-		Instructor:     Instructor{Username: "instructor", Password: "pw"},
+		Instructor:     Instructor{Username: "instructor", Password: "a long demo password"},
 		DemoData:       true,
 		Stdout:         io.Discard,
 	}
@@ -182,4 +183,40 @@ func TestStartDemoMember(t *testing.T) {
 			t.Errorf("Start with a demo member (%s) succeeded, want an error", tt.name)
 		}
 	}
+}
+
+// TestStartInstructorPasswordRules: a configured first instructor's password that breaks
+// the sign-up form's rules stops the start, saying which rule, while the account does not
+// exist; once it exists the setting does not change its password, so a start goes on.
+func TestStartInstructorPasswordRules(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(password string) Config {
+		return Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),
+			UpstreamSecret: "0123456789abcdef0123456789abcdef", Instructor: Instructor{Username: "instructor", Password: password}, Stdout: io.Discard}
+	}
+	ctx := context.Background()
+	for _, weak := range []string{"pw", "password1234", "instructor-2026!"} {
+		if s, err := Start(ctx, cfg(weak)); err == nil {
+			s.Shutdown(ctx)
+			t.Errorf("Start with the first instructor's password %q and no account = nil, want the broken rule", weak)
+		} else if !strings.Contains(err.Error(), "PARTNERGATE_APP_INSTRUCTOR_PASSWORD") || !strings.Contains(err.Error(), "The password must") && !strings.Contains(err.Error(), "commonest") {
+			t.Errorf("Start with the first instructor's password %q = %v, want the setting and the broken rule named", weak, err)
+		}
+	}
+	s, err := Start(ctx, cfg("a long demo password"))
+	if err != nil {
+		t.Fatalf("Start with a good password = %v", err)
+	}
+	s.Shutdown(ctx)
+	s, err = Start(ctx, cfg("pw"))
+	if err != nil {
+		t.Fatalf("Start with a weak password once the account exists = %v, want it started (the setting changes nothing)", err)
+	}
+	if _, err := s.store.SignIn(ctx, "instructor", "pw", ""); err == nil {
+		t.Errorf("SignIn with the later, weak setting succeeded: the setting changed the password")
+	}
+	if _, err := s.store.SignIn(ctx, "instructor", "a long demo password", ""); err != nil {
+		t.Errorf("SignIn with the first password = %v, want signed in", err)
+	}
+	s.Shutdown(ctx)
 }

@@ -42,9 +42,10 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 	return set
 })
 
-// passwordProblem returns what the form says about a password that breaks a rule, or "".
-// username is the account's username as the form sent it.
-func passwordProblem(password, username string) string {
+// PasswordProblem returns what the form says about a password that breaks a rule, or "".
+// username is the account's username as the form sent it. The app service checks the
+// first instructor's configured password with it too.
+func PasswordProblem(password, username string) string {
 	if utf8.RuneCountInString(password) < minPassword {
 		return "The password must have at least 12 characters."
 	}

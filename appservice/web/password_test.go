@@ -31,9 +31,9 @@ func TestPasswordProblem(t *testing.T) {
 		{"the ida.b account", "IDA.B", "username"},
 		{"STRASSE-kari-1234", "straße", "username"},
 	} {
-		got := passwordProblem(tt.password, tt.username)
+		got := PasswordProblem(tt.password, tt.username)
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("passwordProblem(%q, %q) = %q, want %q", tt.password, tt.username, got, tt.want)
+			t.Errorf("PasswordProblem(%q, %q) = %q, want %q", tt.password, tt.username, got, tt.want)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (f *signupForm) check(password, repeat string) []string {
 	if n := utf8.RuneCountInString(f.DisplayName); n == 0 || n > maxDisplayName || strings.ContainsFunc(f.DisplayName, unicode.IsControl) || plain(f.DisplayName) != f.DisplayName {
 		errs = append(errs, "Give your name (at most 128 characters) as others should see it.")
 	}
-	switch msg := passwordProblem(password, f.Username); {
+	switch msg := PasswordProblem(password, f.Username); {
 	case msg != "":
 		errs = append(errs, msg)
 	case password != repeat:

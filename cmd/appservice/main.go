@@ -6,7 +6,7 @@
 //
 //	PARTNERGATE_UPSTREAM_SECRET   the gateway's upstream_secret (required, >= 32 bytes)
 //	PARTNERGATE_APP_SECRET        keys ssn hashes and CSRF tokens (else -secret-file)
-//	PARTNERGATE_APP_INSTRUCTOR_PASSWORD  the first instructor's password (else generated and printed once)
+//	PARTNERGATE_APP_INSTRUCTOR_PASSWORD  the first instructor's password, by the sign-up rules (else generated and printed once)
 //
 // With -migrate-only it brings the database's schema up to date, prints its version and
 // exits, without the secrets: a release's migrations can run once, before the instances

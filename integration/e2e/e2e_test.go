@@ -32,7 +32,7 @@ import (
 const (
 	issuer   = "https://partner.example"
 	audience = "partnergate-demo"
-	password = "e2e-instructor-password"
+	password = "e2e-coach-password-2026"
 )
 
 func TestMain(m *testing.M) { harness.Main(m) }

@@ -19,7 +19,7 @@ import (
 const (
 	issuer   = "https://partner.example"
 	audience = "partnergate-demo"
-	password = "ww-instructor-password"
+	password = "ww-coach-password-2026"
 )
 
 func TestMain(m *testing.M) { harness.Main(m, "./cmd/webwrapper", "./cmd/svcpipe") }
