@@ -151,6 +151,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}
+	if unicode, lcCtype, err := st.CaseMapping(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("reading the database's case mapping: %w", err)
+	} else if !unicode {
+		cfg.Logger.Warn("the database maps case for ASCII letters only: searches and the e-mail comparisons at sign-in and sign-up miss Å/å and the like; create it with a UTF-8 LC_CTYPE (docs/operations.md)",
+			"lc_ctype", lcCtype)
+	}
 	if err := ensureInstructor(ctx, st, cfg); err != nil {
 		st.Close()
 		return nil, err

@@ -240,6 +240,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// CaseMapping reports whether the database maps the case of letters beyond ASCII, which
+// the searches and the e-mail comparisons at sign-in and sign-up rely on, and on
+// PostgreSQL the database's LC_CTYPE, which decides it (docs/operations.md). SQLite maps
+// by Unicode on the store's own driver.
+func (s *Store) CaseMapping(ctx context.Context) (unicode bool, lcCtype string, err error) {
+	if err := s.db.QueryRowContext(ctx, `SELECT lower('Å') = 'å'`).Scan(&unicode); err != nil {
+		return false, "", err
+	}
+	if s.d.name == "postgres" {
+		err = s.db.QueryRowContext(ctx, `SELECT current_setting('lc_ctype')`).Scan(&lcCtype)
+	}
+	return unicode, lcCtype, err
+}
+
 // connect opens the database named by dsn and checks that it answers.
 func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s := &Store{opts: opts}

@@ -281,3 +281,34 @@ VALUES (?, 'Ærlig Ånd', 'Styrke', 'Hofte', 'Ingen', 'x', 0) RETURNING id`, []a
 		})
 	}
 }
+
+// TestCaseMapping: the store tells whether the database maps case beyond ASCII, which the
+// app service warns about at start: SQLite does (the store's own lower), PostgreSQL under
+// a UTF-8 LC_CTYPE does, and under LC_CTYPE C it maps ASCII only.
+func TestCaseMapping(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		open        func(t *testing.T) *Store
+		wantUnicode bool
+		wantCtype   string
+	}{
+		{"sqlite", func(t *testing.T) *Store { return backends(t)[0].open(t, newClock()) }, true, ""},
+		{"postgres C.UTF-8", func(t *testing.T) *Store { return backends(t)[1].open(t, newClock()) }, true, "C.UTF-8"},
+		{"postgres C", func(t *testing.T) *Store {
+			s, err := Open(ctx, pgtest.NewDatabase(t, "LC_CTYPE 'C' TEMPLATE template0"), Options{SSNKey: testKey, Now: newClock().Now})
+			if err != nil {
+				t.Fatalf("Open(postgres, LC_CTYPE C) = %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}, false, "C"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unicode, ctype, err := tc.open(t).CaseMapping(ctx)
+			if err != nil || unicode != tc.wantUnicode || ctype != tc.wantCtype {
+				t.Errorf("CaseMapping = %v, %q, %v; want %v, %q", unicode, ctype, err, tc.wantUnicode, tc.wantCtype)
+			}
+		})
+	}
+}

@@ -87,14 +87,15 @@ func Start(t testing.TB) *Cluster {
 }
 
 // NewDatabase creates a fresh, empty database on the binary's cluster and returns its URL;
-// the database is dropped when t ends.
-func NewDatabase(t testing.TB) string {
+// the database is dropped when t ends. options are CREATE DATABASE's, such as
+// "LC_CTYPE 'C' TEMPLATE template0".
+func NewDatabase(t testing.TB, options ...string) string {
 	t.Helper()
 	c := Start(t)
 	b := make([]byte, 6)
 	rand.Read(b)
 	name := "test_" + hex.EncodeToString(b)
-	if err := c.exec("CREATE DATABASE " + name); err != nil {
+	if err := c.exec(strings.Join(append([]string{"CREATE DATABASE", name}, options...), " ")); err != nil {
 		t.Fatalf("pgtest: creating database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
