@@ -40,6 +40,13 @@ const (
 	DefaultSecretFile = "./data/app.secret"
 )
 
+// writeTimeout is the server's: a request must have answered by then.
+const writeTimeout = 30 * time.Second
+
+// MaxDatabaseTimeout is the longest Config.DatabaseTimeout: a request that waited that long
+// still has 5 s to answer 503 before writeTimeout cuts the connection.
+const MaxDatabaseTimeout = writeTimeout - 5*time.Second
+
 // Config is the app service's configuration; cmd/appservice fills it from flags and
 // environment.
 type Config struct {
@@ -82,6 +89,10 @@ type Config struct {
 	// of that partner whose contact is seeded with a plan (store.SeedDemoMember), so that
 	// the member ./run.sh's Go link signs in sees one. Empty: none.
 	DemoMember string
+	// DatabaseTimeout bounds how long a request waits on the database before it answers
+	// 503 unavailable; web.DefaultDatabaseTimeout (10 s) when 0. At most MaxDatabaseTimeout,
+	// so that the answer goes out before the server's write timeout cuts the connection.
+	DatabaseTimeout time.Duration
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
@@ -147,6 +158,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("app secret shorter than 32 bytes")
 	}
+	if cfg.DatabaseTimeout < 0 || cfg.DatabaseTimeout > MaxDatabaseTimeout {
+		return nil, fmt.Errorf("database timeout %v: want at most %v, below the %v write timeout", cfg.DatabaseTimeout, MaxDatabaseTimeout, writeTimeout)
+	}
 	st, err := store.Open(ctx, cfg.Database, store.Options{SSNKey: derive(secret, "ssn")})
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
@@ -171,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	h, err := web.New(web.Config{
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
 		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, HeaderPrefix: cfg.HeaderPrefix, Logger: cfg.Logger,
-		SignInConcurrency: cfg.SignInConcurrency, Directories: directorySecrets(cfg.Directories), DirectoryNow: cfg.DirectoryNow,
+		SignInConcurrency: cfg.SignInConcurrency, DatabaseTimeout: cfg.DatabaseTimeout, Directories: directorySecrets(cfg.Directories), DirectoryNow: cfg.DirectoryNow,
 	})
 	if err != nil {
 		st.Close()
@@ -189,15 +203,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Addr:  ln.Addr().String(),
 		store: st,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-			// WriteTimeout stays above web.DefaultDatabaseTimeout: a request that waited on
-			// the database answers 503 before the connection is cut.
-			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
+			// WriteTimeout stays above MaxDatabaseTimeout: a request that waited on the
+			// database answers 503 before the connection is cut.
+			WriteTimeout: writeTimeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		done: make(chan error, 1),
 		stop: make(chan struct{}),
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	go s.sweep(cfg.Logger)
-	cfg.Logger.Info("app service started", "addr", s.Addr, "database", st.Dialect())
+	cfg.Logger.Info("app service started", "addr", s.Addr, "database", st.Dialect(), "database_timeout", h.DatabaseTimeout().String())
 	return s, nil
 }
 

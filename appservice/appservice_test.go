@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/linkspec"
@@ -219,4 +221,35 @@ func TestStartInstructorPasswordRules(t *testing.T) {
 		t.Errorf("SignIn with the first password = %v, want signed in", err)
 	}
 	s.Shutdown(ctx)
+}
+
+// TestStartDatabaseTimeout: the configured database timeout reaches the handler (the start
+// line says which is in use), the default when none is set, and one above
+// MaxDatabaseTimeout, which the write timeout would cut off, stops the start.
+func TestStartDatabaseTimeout(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		set  time.Duration
+		want string
+	}{{0, "10s"}, {750 * time.Millisecond, "750ms"}, {MaxDatabaseTimeout, "25s"}, {MaxDatabaseTimeout + time.Millisecond, ""}, {-time.Second, ""}} {
+		dir := t.TempDir()
+		var logs strings.Builder
+		s, err := Start(ctx, Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),
+			UpstreamSecret: "0123456789abcdef0123456789abcdef", DatabaseTimeout: tc.set, Stdout: io.Discard,
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if tc.want == "" {
+			if err == nil {
+				s.Shutdown(ctx)
+				t.Errorf("Start with database timeout %v = nil, want an error", tc.set)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Start with database timeout %v = %v", tc.set, err)
+		}
+		s.Shutdown(ctx)
+		if want := `"database_timeout":"` + tc.want + `"`; !strings.Contains(logs.String(), want) {
+			t.Errorf("Start with database timeout %v logged %s, want %s", tc.set, logs.String(), want)
+		}
+	}
 }

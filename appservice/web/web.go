@@ -172,6 +172,9 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// DatabaseTimeout is the database timeout in use, the configured one or the default.
+func (h *Handler) DatabaseTimeout() time.Duration { return h.cfg.DatabaseTimeout }
+
 // ServeHTTP sets the security headers every answer carries, then routes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()

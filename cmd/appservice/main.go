@@ -61,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.DemoMember, "demo-member", env("PARTNERGATE_APP_DEMO_MEMBER", ""), "with -demo-org, also seed the contact of the Go link payload in `file` (JSON) with a plan, as that link would resolve it (env PARTNERGATE_APP_DEMO_MEMBER)")
 	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
 	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", strconv.Itoa(web.DefaultSignInConcurrency)), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
+	dbTimeout := fl.String("database-timeout", env("PARTNERGATE_APP_DATABASE_TIMEOUT", web.DefaultDatabaseTimeout.String()), "`duration` a request waits on the database before it answers 503 unavailable with Retry-After, 100ms to 25s (env PARTNERGATE_APP_DATABASE_TIMEOUT)")
 	directories := fl.String("directories", env("PARTNERGATE_APP_DIRECTORIES", ""), "JSON `file` of the OpenID Connect providers staff sign in with, each secret named by its client_secret_env (env PARTNERGATE_APP_DIRECTORIES; docs/operations.md)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
 	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -97,6 +98,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.SignInConcurrency = n
+	d, err := time.ParseDuration(*dbTimeout)
+	if err != nil || d < 100*time.Millisecond || d > appservice.MaxDatabaseTimeout {
+		fmt.Fprintf(stderr, "appservice: -database-timeout %q: want a duration from 100ms to %v\n", *dbTimeout, appservice.MaxDatabaseTimeout)
+		return 2
+	}
+	cfg.DatabaseTimeout = d
 	cfg.UpstreamSecret = os.Getenv("PARTNERGATE_UPSTREAM_SECRET")
 	cfg.AppSecret = os.Getenv("PARTNERGATE_APP_SECRET")
 	cfg.Instructor.Password = os.Getenv("PARTNERGATE_APP_INSTRUCTOR_PASSWORD")

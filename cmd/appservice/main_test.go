@@ -169,3 +169,26 @@ func TestHeaderPrefixChecked(t *testing.T) {
 		t.Errorf("-header-prefix X:Acme- = %d %q, want 1 and %q", code, errs.String(), want)
 	}
 }
+
+// TestDatabaseTimeoutChecked: -database-timeout and PARTNERGATE_APP_DATABASE_TIMEOUT take a
+// duration from 100ms to 25s; anything else stops the start with the flag named.
+func TestDatabaseTimeoutChecked(t *testing.T) {
+	t.Setenv("PARTNERGATE_UPSTREAM_SECRET", strings.Repeat("u", 32))
+	t.Setenv("PARTNERGATE_APP_SECRET", strings.Repeat("a", 32))
+	dir := t.TempDir()
+	start := func(args ...string) (int, string) {
+		var out, errs strings.Builder
+		code := run(append([]string{"-db", filepath.Join(dir, "app.db"), "-secret-file", filepath.Join(dir, "app.secret"), "-listen", "127.0.0.1:0",
+			"-instructor", ""}, args...), &out, &errs)
+		return code, errs.String()
+	}
+	for _, v := range []string{"0s", "50ms", "26s", "-1s", "ten"} {
+		if code, errs := start("-database-timeout", v); code != 2 || !strings.Contains(errs, "-database-timeout") {
+			t.Errorf("-database-timeout %s = %d %q, want 2 and the flag named", v, code, errs)
+		}
+	}
+	t.Setenv("PARTNERGATE_APP_DATABASE_TIMEOUT", "1h")
+	if code, errs := start(); code != 2 || !strings.Contains(errs, `-database-timeout "1h"`) {
+		t.Errorf("PARTNERGATE_APP_DATABASE_TIMEOUT=1h = %d %q, want 2 and the value named", code, errs)
+	}
+}
