@@ -50,6 +50,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // ModuleRoot returns the directory of the repository's go.mod.
@@ -65,15 +67,11 @@ func ModuleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that no other
+// call in this process handed out (freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return freeport.For(t)
 }
 
 // Config describes a Caddy to start.

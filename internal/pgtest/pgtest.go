@@ -30,6 +30,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // install is what the failure messages tell a newcomer to do.
@@ -225,7 +227,7 @@ func (c *Cluster) init(bin string, cred *syscall.Credential) error {
 
 // run starts postgres on a free port and waits until it answers.
 func (c *Cluster) run(bin string, cred *syscall.Credential) error {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return err
 	}
@@ -326,15 +328,6 @@ func removeStale() {
 			os.RemoveAll(dir)
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(b []byte) string {

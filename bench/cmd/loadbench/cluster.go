@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // clusterMasters is the size of -redis-cluster's cluster: the smallest Redis Cluster,
@@ -30,11 +32,11 @@ func startRedisCluster(bin, cli, cpu, logDir string) ([]*proc, []string, error) 
 		return nil, nil, err
 	}
 	for i := 1; i <= clusterMasters; i++ {
-		port, err := freePort()
+		port, err := freeport.Port()
 		if err != nil {
 			return fail(err)
 		}
-		busPort, err := freePort()
+		busPort, err := freeport.Port()
 		if err != nil {
 			return fail(err)
 		}

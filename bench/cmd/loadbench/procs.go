@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // niceness is the nice value of every measured process (suite flag -nice): on a machine
@@ -128,16 +130,6 @@ func cpuTimeOf(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startUpstream starts "loadbench upstream" with args and reads the address it prints.
 func startUpstream(self, cpu, logDir string, args ...string) (*proc, string, error) {
 	r, w, err := os.Pipe()
@@ -174,7 +166,7 @@ func startUpstream(self, cpu, logDir string, args ...string) (*proc, string, err
 // startRedis starts a throwaway redis-server on a free loopback port, without
 // persistence, and waits for it to answer PING.
 func startRedis(bin, cpu, logDir string) (*proc, string, error) {
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, "", err
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/bench/wrk"
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // Request shape of every phase: the /url endpoint's, so that the baseline and the gateway
@@ -347,11 +348,11 @@ func (s *suite) teardown() {
 
 // startCaddy writes the phase's Caddyfile and runs Caddy pinned to the gateway CPU.
 func (s *suite) startCaddy(ph string) (*proc, string, string, error) {
-	listenPort, err := freePort()
+	listenPort, err := freeport.Port()
 	if err != nil {
 		return nil, "", "", err
 	}
-	adminPort, err := freePort()
+	adminPort, err := freeport.Port()
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // Server is one redis-server (or Sentinel) process.
@@ -38,15 +40,11 @@ type Server struct {
 	client *redis.Client
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago and that no other call in
+// this process handed out (freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return freeport.For(t)
 }
 
 // Start runs redis-server on a free port with the extra arguments (redis.conf directives
