@@ -19,10 +19,10 @@ import (
 // batched claim (docs/performance.md).
 //
 // A master answers MOVED or ASK for a claim whose slot is no longer (or not yet) its own,
-// without running it; such a claim, and one whose node client was closed before sending
-// (the Cluster dropped the node), is sent again through the Cluster client, which follows
-// the redirect and reloads the slot map. That is no re-send: no node ran it. Every other
-// error fails the claim, as on a single server.
+// and a demoted one READONLY, without running it; such a claim, and one whose node client
+// was closed before sending (the Cluster dropped the node), is sent again through the
+// Cluster client, which follows the redirect and reloads the slot map. That is no re-send:
+// no node ran it. Every other error fails the claim, as on a single server.
 type clusterBatches struct {
 	client   *redis.ClusterClient
 	mu       sync.Mutex   // held to add or retire a node's batcher
@@ -66,10 +66,11 @@ func (cb *clusterBatches) do(ctx context.Context, key string, cmd redis.Cmder) e
 	return nil
 }
 
-// notRun reports a reply that says no node ran the command: a redirect, or a client that
-// was closed before it sent anything.
+// notRun reports a reply that says no node ran the command: a redirect, a master demoted
+// to a replica (READONLY), or a client that was closed before it sent anything.
 func notRun(err error) bool {
-	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || errors.Is(err, redis.ErrClosed)
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") ||
+		errors.Is(err, redis.ErrClosed)
 }
 
 // batcher returns node's batcher, started on first use; nil once closed.
