@@ -119,11 +119,12 @@ type Instructor struct {
 
 // Server is a running app service.
 type Server struct {
-	Addr  string // the address it listens on, with the port chosen when Listen ended in :0
-	store *store.Store
-	srv   *http.Server
-	done  chan error
-	stop  chan struct{}
+	Addr    string // the address it listens on, with the port chosen when Listen ended in :0
+	store   *store.Store
+	handler *web.Handler
+	srv     *http.Server
+	done    chan error
+	stop    chan struct{}
 }
 
 // Start opens the database (running migrations), ensures the first instructor and starts
@@ -200,8 +201,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Logger.Warn("listening beyond loopback: only the gateway assertion protects the link endpoints", "addr", ln.Addr().String())
 	}
 	s := &Server{
-		Addr:  ln.Addr().String(),
-		store: st,
+		Addr:    ln.Addr().String(),
+		store:   st,
+		handler: h,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			// WriteTimeout stays above MaxDatabaseTimeout: a request that waited on the
 			// database answers 503 before the connection is cut.
@@ -241,10 +243,15 @@ func (s *Server) sweep(log *slog.Logger) {
 	}
 }
 
-// Shutdown stops accepting requests, waits for those in flight and closes the database.
+// Shutdown stops accepting requests, waits for those in flight, and for routes that
+// outlived their database deadline, until ctx ends, and closes the database.
 func (s *Server) Shutdown(ctx context.Context) error {
 	close(s.stop)
 	err := s.srv.Shutdown(ctx)
+	if err == nil {
+		// A route that outlived its database deadline still uses the store.
+		err = s.handler.Drain(ctx)
+	}
 	if cerr := s.store.Close(); err == nil {
 		err = cerr
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
@@ -90,8 +91,22 @@ func (h *Handler) answerTimeout(w http.ResponseWriter, r *http.Request) {
 	h.fail(w, p)
 }
 
-// wait waits for the routes still running after their requests timed out.
-func (h *Handler) wait() { h.running.Wait() }
+// Drain waits until the routes still running after their requests timed out have ended
+// (SQLite's busy wait outlives the deadline), or until ctx ends. Call it once the server
+// takes no more requests (http.Server.Shutdown returned nil), before closing the store.
+func (h *Handler) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		h.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("routes still waiting on the database: %w", ctx.Err())
+	}
+}
 
 // bufferedWriter keeps a route's answer until serveWithDeadline sends or drops it.
 type bufferedWriter struct {

@@ -124,10 +124,40 @@ func TestDatabaseHangs(t *testing.T) {
 
 			// Once the hang ends, the service answers again.
 			release()
-			f.h.wait()
+			if err := f.h.Drain(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			if res := member.do(httptest.NewRequest(http.MethodGet, "/app/api/me/workouts", nil)); res.StatusCode != http.StatusOK {
 				t.Errorf("GET /app/api/me/workouts after the hang = %d, want 200", res.StatusCode)
 			}
 		})
+	}
+}
+
+// TestDrainWaitsForRoutesPastDeadline: a link that answered 503 at its deadline while
+// SQLite's write lock was held elsewhere still runs in the background (SQLite waits out
+// its busy timeout whatever the context says) and still uses the store. Drain does not
+// return while it runs, so that the app service's Shutdown closes the store only after
+// it; it returns once the lock is let go and the route has ended.
+func TestDrainWaitsForRoutesPastDeadline(t *testing.T) {
+	db := databases[0]
+	dsn, driver, rawDSN := db.open(t)
+	f := newFixtureOn(t, "http://localhost:8080", dsn, nil)
+	f.h.cfg.DatabaseTimeout = 200 * time.Millisecond
+	release := hang(t, db, driver, rawDSN)
+
+	if res := serve(f.h, forwardRequest(t, "url", mainPayload(), "main", f.now)); res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("POST /partner/demo/url with the write lock held = %d, want 503 at the deadline", res.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := f.h.Drain(ctx); err == nil {
+		t.Fatal("Drain while the timed-out route waits on the lock = nil, want it to wait until ctx ends")
+	}
+	release()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.h.Drain(ctx); err != nil {
+		t.Fatalf("Drain once the lock is let go = %v, want nil when the route has ended", err)
 	}
 }
