@@ -43,9 +43,13 @@ const (
 // writeTimeout is the server's: a request must have answered by then.
 const writeTimeout = 30 * time.Second
 
-// MaxDatabaseTimeout is the longest Config.DatabaseTimeout: a request that waited that long
-// still has 5 s to answer 503 before writeTimeout cuts the connection.
-const MaxDatabaseTimeout = writeTimeout - 5*time.Second
+// The bounds of Config.DatabaseTimeout. The shortest still lets a healthy database answer;
+// a request that waited the longest still has 5 s to answer 503 before writeTimeout cuts
+// the connection.
+const (
+	MinDatabaseTimeout = 100 * time.Millisecond
+	MaxDatabaseTimeout = writeTimeout - 5*time.Second
+)
 
 // Config is the app service's configuration; cmd/appservice fills it from flags and
 // environment.
@@ -90,8 +94,9 @@ type Config struct {
 	// the member ./run.sh's Go link signs in sees one. Empty: none.
 	DemoMember string
 	// DatabaseTimeout bounds how long a request waits on the database before it answers
-	// 503 unavailable; web.DefaultDatabaseTimeout (10 s) when 0. At most MaxDatabaseTimeout,
-	// so that the answer goes out before the server's write timeout cuts the connection.
+	// 503 unavailable; web.DefaultDatabaseTimeout (10 s) when 0, else from MinDatabaseTimeout
+	// to MaxDatabaseTimeout, so that the answer goes out before the server's write timeout
+	// cuts the connection.
 	DatabaseTimeout time.Duration
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
@@ -159,8 +164,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("app secret shorter than 32 bytes")
 	}
-	if cfg.DatabaseTimeout < 0 || cfg.DatabaseTimeout > MaxDatabaseTimeout {
-		return nil, fmt.Errorf("database timeout %v: want at most %v, below the %v write timeout", cfg.DatabaseTimeout, MaxDatabaseTimeout, writeTimeout)
+	if d := cfg.DatabaseTimeout; d != 0 && (d < MinDatabaseTimeout || d > MaxDatabaseTimeout) {
+		return nil, fmt.Errorf("database timeout %v: want %v to %v, below the %v write timeout", d, MinDatabaseTimeout, MaxDatabaseTimeout, writeTimeout)
 	}
 	st, err := store.Open(ctx, cfg.Database, store.Options{SSNKey: derive(secret, "ssn")})
 	if err != nil {
@@ -351,9 +356,9 @@ func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {
 	if in.DisplayName == "" {
 		in.DisplayName = in.Username
 	}
-	if msg := web.PasswordProblem(in.Password, in.Username); msg != "" && !generated {
-		// The account is made with the rules of the sign-up form; an existing one keeps
-		// its password, which this setting does not change.
+	// A configured password makes the account by the sign-up form's rules; an existing
+	// account keeps its password, which this setting does not change.
+	if msg := web.PasswordProblem(in.Password, in.Username); !generated && msg != "" {
 		switch _, _, err := st.InstructorHome(ctx, in.Username); {
 		case errors.Is(err, store.ErrNotFound):
 			return fmt.Errorf("the first instructor's password (PARTNERGATE_APP_INSTRUCTOR_PASSWORD) breaks the password rules: %s", msg)

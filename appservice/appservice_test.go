@@ -231,7 +231,7 @@ func TestStartDatabaseTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		set  time.Duration
 		want string
-	}{{0, "10s"}, {750 * time.Millisecond, "750ms"}, {MaxDatabaseTimeout, "25s"}, {MaxDatabaseTimeout + time.Millisecond, ""}, {-time.Second, ""}} {
+	}{{0, "10s"}, {750 * time.Millisecond, "750ms"}, {MaxDatabaseTimeout, "25s"}, {MaxDatabaseTimeout + time.Millisecond, ""}, {MinDatabaseTimeout - time.Millisecond, ""}, {-time.Second, ""}} {
 		dir := t.TempDir()
 		var logs strings.Builder
 		s, err := Start(ctx, Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),

@@ -99,8 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.SignInConcurrency = n
 	d, err := time.ParseDuration(*dbTimeout)
-	if err != nil || d < 100*time.Millisecond || d > appservice.MaxDatabaseTimeout {
-		fmt.Fprintf(stderr, "appservice: -database-timeout %q: want a duration from 100ms to %v\n", *dbTimeout, appservice.MaxDatabaseTimeout)
+	if err != nil || d < appservice.MinDatabaseTimeout || d > appservice.MaxDatabaseTimeout {
+		fmt.Fprintf(stderr, "appservice: -database-timeout %q: want a duration from %v to %v\n", *dbTimeout, appservice.MinDatabaseTimeout, appservice.MaxDatabaseTimeout)
 		return 2
 	}
 	cfg.DatabaseTimeout = d

@@ -18,6 +18,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/jwttest"
@@ -175,7 +176,7 @@ func TestGatewayRefusalsFitTheDocument(t *testing.T) {
 	route("keysdown", []string{"jwks_url " + keysDown.JWKSURL(), "issuer " + jwttest.Issuer, "audience keysdown"})
 	// A partner whose upstream is down (nothing listens there): upstream_unavailable.
 	fmt.Fprintf(&routes, "\troute /partner/upstreamdown/* {\n\t\tjwt_partner {\n%s\t\t}\n\t\treverse_proxy 127.0.0.1:%d\n\t}\n",
-		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+jwttest.Issuer, "audience upstreamdown"), harness.FreePort(t))
+		harness.PartnerBlock("upstreamdown", "jwks_file "+jwks, "issuer "+jwttest.Issuer, "audience upstreamdown"), freeport.For(t))
 	// A partner that registered the origins of its form pages: origin_not_allowed.
 	route("formsonly", []string{"jwks_file " + jwks, "issuer " + jwttest.Issuer, "audience formsonly", "origins https://ehr.partner.example"})
 	// Every other path under /partner/ reaches a handler without such a partner (Caddy

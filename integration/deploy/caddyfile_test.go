@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 )
 
@@ -50,7 +51,7 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 
 	up := harness.NewUpstream(t)
 	keys := harness.NewJWKSServer(t, harness.NewKey(t, "ES256", "acme-1"))
-	metricsPort, readyPort := strconv.Itoa(harness.FreePort(t)), strconv.Itoa(harness.FreePort(t))
+	metricsPort, readyPort := strconv.Itoa(freeport.For(t)), strconv.Itoa(freeport.For(t))
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: text,
 		Vars:      map[string]string{"jwks": keys.JWKSURL(), "upstream": up.Addr(), "metrics": metricsPort, "ready": readyPort},

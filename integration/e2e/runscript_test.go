@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 )
 
@@ -252,7 +253,7 @@ func goLinkShowsPlan(t *testing.T, tree, out string) {
 type ports struct{ gateway, app, admin int }
 
 func freePorts(t *testing.T) ports {
-	return ports{harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)}
+	return ports{freeport.For(t), freeport.For(t), freeport.For(t)}
 }
 
 // scriptCommand is run.sh in tree with the ports, the data folder and extra environment.

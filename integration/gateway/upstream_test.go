@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 )
 
@@ -106,7 +107,7 @@ func gatewayLine(t *testing.T, c *harness.Caddy, requestID string) map[string]an
 // counted and logged as such; its nonce is spent, so the same token is then a replay.
 func TestUpstreamDown(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "es")
-	down := "127.0.0.1:" + strconv.Itoa(harness.FreePort(t))
+	down := "127.0.0.1:" + strconv.Itoa(freeport.For(t))
 	c := startUpstreamGateway(t, key, down, "")
 
 	tok := mint(t, key, harness.Token{})
@@ -198,7 +199,7 @@ func TestUpstreamAnswers5xx(t *testing.T) {
 // upstream starts only after reverse_proxy has logged a failed try for this request.
 func TestUpstreamRestartRiddenOut(t *testing.T) {
 	key := harness.NewKey(t, "ES256", "es")
-	addr := "127.0.0.1:" + strconv.Itoa(harness.FreePort(t))
+	addr := "127.0.0.1:" + strconv.Itoa(freeport.For(t))
 	c := startUpstreamGateway(t, key, addr, "lb_try_duration 5s\n\t\t\tlb_try_interval 250ms\n\t\t\tverbose_logs")
 
 	for _, endpoint := range []string{"url", "payload"} {

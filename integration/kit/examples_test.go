@@ -31,6 +31,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/browser"
 )
@@ -230,7 +231,7 @@ func TestExamplesEndToEnd(t *testing.T) {
 				[]string{"payload_invalid (400", "show the user a message", "message for the user:", "contact.email"}},
 			{"key URL down", append(linkEnv(c.URL, "down", keys, "ES256"), "MAX_WAIT_SECONDS=0"), []string{"url", "go"},
 				[]string{"keys_unavailable (503", "wait Retry-After and retry with a fresh token", "message for the user: The service is busy"}},
-			{"gateway not listening", linkEnv("http://127.0.0.1:"+strconv.Itoa(harness.FreePort(t)), name, keys, "ES256"), []string{"url", "go"},
+			{"gateway not listening", linkEnv("http://127.0.0.1:"+strconv.Itoa(freeport.For(t)), name, keys, "ES256"), []string{"url", "go"},
 				[]string{"link failed: ", "message for the user: The service cannot be opened"}},
 		} {
 			t.Run(lang+"/refused/"+tc.name, func(t *testing.T) {

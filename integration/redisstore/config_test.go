@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/plugins/nonce/redistest"
 )
@@ -103,7 +104,7 @@ func TestValidateRejectsBadStoreConfig(t *testing.T) {
 		})
 	}
 	t.Run("valid config while Redis is down", func(t *testing.T) {
-		dir, file := writeCaddyfile(t, siteWithStore(t, fmt.Sprintf("nonce_store redis 127.0.0.1:%d", redistest.FreePort(t))))
+		dir, file := writeCaddyfile(t, siteWithStore(t, fmt.Sprintf("nonce_store redis 127.0.0.1:%d", freeport.For(t))))
 		if out, err := harness.RunCaddy(t, dir, "validate", "--config", file, "--adapter", "caddyfile"); err != nil {
 			t.Fatalf("caddy validate: %v\n%s", err, out)
 		}

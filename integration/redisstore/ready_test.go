@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/plugins/nonce/redistest"
 )
@@ -127,7 +128,7 @@ func TestReadyFollowsRedisAndKeys(t *testing.T) {
 	key := harness.NewKey(t, "RS256", "k1")
 	up := harness.NewUpstream(t)
 	jwks, serve := jwksServer(t, key)
-	readyPort := harness.FreePort(t)
+	readyPort := freeport.For(t)
 	vars := map[string]string{
 		"jwks":      harness.WriteJWKS(t, t.TempDir(), key),
 		"jwksURL":   jwks.URL + "/jwks.json",

@@ -67,13 +67,6 @@ func ModuleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that no other
-// call in this process handed out (freeport).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	return freeport.For(t)
-}
-
 // Config describes a Caddy to start.
 type Config struct {
 	// Caddyfile is a text/template. It sees {{.Port}} (a free port for the site),
@@ -111,8 +104,8 @@ func Render(t testing.TB, cfg Config) (text string, port int, admin string) {
 	if err != nil {
 		t.Fatalf("parsing the Caddyfile template: %v", err)
 	}
-	port = FreePort(t)
-	admin = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	port = freeport.For(t)
+	admin = "127.0.0.1:" + strconv.Itoa(freeport.For(t))
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, map[string]any{"Port": port, "Admin": admin, "Dir": cfg.Dir, "Vars": cfg.Vars}); err != nil {
 		t.Fatalf("rendering the Caddyfile template: %v", err)

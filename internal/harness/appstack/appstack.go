@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnergate/partnergate/appservice"
 	"github.com/partnergate/partnergate/appservice/web"
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 )
@@ -64,7 +65,7 @@ func Start(t *testing.T, c Config) *Stack {
 	}
 	var err error
 	for attempt := 1; ; attempt++ {
-		appPort := harness.FreePort(t)
+		appPort := freeport.For(t)
 		s.Gateway = harness.StartCaddy(t, harness.Config{
 			Caddyfile: `{
 	admin {{.Admin}}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
 )
 
@@ -122,7 +123,7 @@ func Start(t testing.TB, redirectURIs []string, users ...User) *Provider {
 	if err := os.WriteFile(usersFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := harness.FreePort(t)
+	port := freeport.For(t)
 	p := &Provider{Issuer: "http://localhost:" + strconv.Itoa(port) + "/", logs: &harness.SyncBuffer{}}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "USERS_FILE="+usersFile, "REDIRECT_URI="+strings.Join(redirectURIs, ","))

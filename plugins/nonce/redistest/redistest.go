@@ -40,13 +40,6 @@ type Server struct {
 	client *redis.Client
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago and that no other call in
-// this process handed out (freeport).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	return freeport.For(t)
-}
-
 // Start runs redis-server on a free port with the extra arguments (redis.conf directives
 // as "--name value" pairs) and waits until it answers PING.
 func Start(t testing.TB, extra ...string) *Server {
@@ -64,7 +57,7 @@ func startWith(t testing.TB, conf func(port int) string, extra ...string) *Serve
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		dir := t.TempDir()
-		port := FreePort(t)
+		port := freeport.For(t)
 		var args []string
 		if conf != nil {
 			path := filepath.Join(dir, "sentinel.conf")
@@ -302,7 +295,7 @@ func StartCluster(t testing.TB, n int, extra ...string) []*Server {
 	addrs := make([]string, n)
 	for i := range nodes {
 		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(FreePort(t)), "--cluster-node-timeout", "2000"}, extra...)
+			"--cluster-port", strconv.Itoa(freeport.For(t)), "--cluster-node-timeout", "2000"}, extra...)
 		nodes[i] = Start(t, args...)
 		addrs[i] = nodes[i].Addr()
 	}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partnergate/partnergate/internal/freeport"
 )
 
 // PKI is a throwaway certificate authority with a server certificate for 127.0.0.1 and a
@@ -124,7 +126,7 @@ func startTLS(t testing.TB, pki *PKI, extra []string) *Server {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		dir := t.TempDir()
-		port := FreePort(t)
+		port := freeport.For(t)
 		args := []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
 			"--tls-cert-file", pki.ServerCertFile, "--tls-key-file", pki.ServerKeyFile,
