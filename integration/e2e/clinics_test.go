@@ -116,6 +116,10 @@ func TestClinicsKeepTheirOwnRecords(t *testing.T) {
 	kariA := stA.Person.ID
 	var planA svcWorkout
 	mustSvc(t, actx, `svcApp.createWorkout({title: "Knee plan from A"})`, &planA)
+	const notesA = "Notes only clinic A wrote"
+	if a := api(t, actx, "PUT", "/app/api/workouts/"+strconv.FormatInt(planA.ID, 10), `{"title":"Knee plan from A","notes":"`+notesA+`","items":[]}`); a.Status != 200 {
+		t.Fatalf("A's PUT of its plan's notes = %d %s", a.Status, a.Body)
+	}
 	asA := map[string]any{"name": "Kari Nordmann", "birthDate": "1975-05-17", "email": "kari@a.example",
 		"mobile": "+47 400 00 001", "address": "", "gender": "", "customId": "contact-1", "partnerIds": []string{"contact-1"}}
 	_, p := apiPerson(t, actx, kariA)
@@ -196,7 +200,7 @@ func TestClinicsKeepTheirOwnRecords(t *testing.T) {
 	}
 	mine := api(t, mctx, "GET", "/app/api/me/workouts", "")
 	page := eval[string](t, mctx, `document.body.innerText`)
-	for _, of := range []string{planA.Name, "Nordmann", "kari@a.example"} {
+	for _, of := range []string{planA.Name, notesA, "Nordmann", "kari@a.example", "Coach Carter"} {
 		if strings.Contains(string(mine.Body), of) || strings.Contains(page, of) {
 			t.Errorf("B's Go session shows clinic A's %q (page %q, GET /app/api/me/workouts %s)", of, page, mine.Body)
 		}
