@@ -54,10 +54,6 @@ const (
 	product = "Svc Webwrapper"
 )
 
-// updateSite is the default update site ({webwrapper_site}); UpdatePath names the channel
-// under it, or a feed address of its own.
-const updateSite = "http://localhost:8080/webwrapper"
-
 // Exit statuses.
 const (
 	exitOK      = 0
@@ -109,6 +105,9 @@ func run(ctx context.Context, argv []string, stderr io.Writer) int {
 		return exitFailed
 	}
 	cfg, err := config.Load(config.AppPath(exe), userPath)
+	if err == nil {
+		err = cfg.LoadInstalled(vendor, product)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "webwrapper: %v\n", err)
 		return exitFailed
@@ -405,12 +404,13 @@ func (w *wrapper) checkUpdate(ctx context.Context, a *app.App) {
 	if !w.cfg.Bool(config.CheckForUpdates) {
 		return
 	}
-	feed := update.FeedURL(updateSite, w.cfg.String(config.UpdatePath))
+	feed := update.FeedURL(w.cfg.String(config.UpdateSite), w.cfg.String(config.UpdatePath))
 	r := <-update.Start(ctx, http.DefaultClient, feed, version, 30*time.Second)
 	if r.Err != nil {
 		w.log.Info("update check", "error", r.Err)
 		return
 	}
+	w.log.Info("update check", "offered", r.Release.Version, "newer", r.Newer)
 	if !r.Newer {
 		return
 	}
