@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,18 +269,16 @@ func TestInstallUpgradeRemove(t *testing.T) {
 				t.Errorf("installed %s\\%s: %v, same as built %v", winDir, f, err, bytes.Equal(got, want))
 			}
 		}
-		if got := w.registeredPath(); !strings.EqualFold(strings.TrimRight(got, `\`), winDir) {
-			t.Errorf("HKCU\\Software\\Svc\\Svc Webwrapper path = %q, want %q", got, winDir)
+		// [INSTALLDIR]: the folder ending in a backslash, to which integrators append
+		// the program's name.
+		if got := w.registeredPath(); !strings.EqualFold(got, winDir+`\`) {
+			t.Errorf("HKCU\\Software\\Svc\\Svc Webwrapper path = %q, want %q", got, winDir+`\`)
 		}
 		if _, err := os.Stat(lnk); err != nil {
 			t.Errorf("Start-menu shortcut: %v", err)
 		}
 		// The installed pipe client runs: its usage, exit status 2.
-		cmd := exec.Command("wine", winDir+`\svcpipe.exe`, "-h")
-		cmd.Env = append(os.Environ(), w.env()...)
-		cmd.WaitDelay = 10 * time.Second
-		out, _ := cmd.CombinedOutput()
-		if !strings.Contains(string(out), "svcpipe (-pid N | -path P)") {
+		if out, _ := w.start(winDir+`\svcpipe.exe`, "-h"); !strings.Contains(out, "svcpipe (-pid N | -path P)") {
 			t.Errorf("the installed svcpipe.exe -h printed %q", out)
 		}
 	}
@@ -307,6 +306,14 @@ func TestInstallUpgradeRemove(t *testing.T) {
 	w.run("msiexec", "/i", msi7, "/qn")
 	checkInstalled(v7, dir7)
 
+	// The program's first start keeps path in the installer's form. It cannot open its
+	// window here (no Edge or Chrome under Wine: exit status 1), but it writes path
+	// before it looks for a browser.
+	if out, code := w.start(v7 + `\Svc.Client.WebWrapper.exe`); code != 1 || !strings.Contains(out, "neither Microsoft Edge nor Google Chrome is installed") {
+		t.Errorf("the installed program's start under Wine: status %d, output %q; want status 1, no browser", code, out)
+	}
+	checkInstalled(v7, dir7)
+
 	// A newer build replaces it: one folder, the new one, and path moves there.
 	w.run("msiexec", "/i", msi8, "/qn")
 	checkInstalled(v8, dir8)
@@ -328,6 +335,20 @@ func TestInstallUpgradeRemove(t *testing.T) {
 	// installed them); registry value and shortcut go (docs/webwrapper.md, "Under Wine").
 	w.run("msiexec", "/x", msi7, "/qn")
 	checkGone(custom, false)
+}
+
+// start runs a program in the prefix and returns its output and exit status.
+func (w *wine) start(args ...string) (string, int) {
+	w.t.Helper()
+	cmd := exec.Command("wine", args...)
+	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		w.t.Fatalf("wine %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
 }
 
 // wineUser is the prefix's user name, the name of its folder under C:\users.

@@ -8,19 +8,21 @@ import (
 	"testing"
 )
 
+// The path file holds the folder in the form the Windows installer writes path: ending
+// in a separator, so that the program is its text + the program's name.
 func TestRegisterLocation(t *testing.T) {
 	home := userDirs(t)
-	if err := registerLocation("/opt/webwrapper/2.1.5.0"); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(home, "data", vendor, product, "path")
-	if b, err := os.ReadFile(path); err != nil || string(b) != "/opt/webwrapper/2.1.5.0\n" {
-		t.Errorf("%s = %q, %v", path, b, err)
-	}
-	if err := registerLocation("/opt/webwrapper/2.1.6.0"); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "/opt/webwrapper/2.1.6.0\n" {
-		t.Errorf("after a move %q", b)
+	for _, tt := range []struct{ dir, want string }{
+		{"/opt/webwrapper/2.1.5.0", "/opt/webwrapper/2.1.5.0/\n"},
+		{"/opt/webwrapper/2.1.6.0", "/opt/webwrapper/2.1.6.0/\n"}, // moved
+		{"/", "/\n"},
+	} {
+		if err := registerLocation(tt.dir); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != tt.want {
+			t.Errorf("registerLocation(%q): %s = %q, %v; want %q", tt.dir, path, b, err, tt.want)
+		}
 	}
 }
