@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -223,18 +224,37 @@ func TestMSITables(t *testing.T) {
 		{"Directory", []string{"VendorFolder", "AppDataFolder", "Svc"}},
 		{"Directory", []string{"ProductFolder", "VendorFolder", "Svc Webwrapper"}},
 		{"Directory", []string{"INSTALLDIR", "ProductFolder", "2.1.5.7"}}, // a folder per version
-		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe"}},
+		{"File", []string{"WebWrapperExe", "ProgramExe", "Svc.Client.WebWrapper.exe"}},
 		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe.config"}},
 		{"File", []string{"*", "Program", "svcpipe.exe"}},
 		{"File", []string{"*", "Program", "LICENSES.txt"}},
 		{"Registry", []string{"*", "1", `Software\Svc\Svc Webwrapper`, "path", "[INSTALLDIR]", "Program"}}, // HKCU
-		{"Shortcut", []string{"*", "ProgramMenuFolder", "Svc Webwrapper", "StartMenuShortcut", "[INSTALLDIR]Svc.Client.WebWrapper.exe"}},
+		// Advertised installation, msiexec /jm (B-INST): the shortcut's target is the
+		// feature, not a path, so that starting it installs or repairs the feature and
+		// then runs the key path of its component, the program itself.
+		{"Shortcut", []string{"*", "ProgramMenuFolder", "Svc Webwrapper", "ProgramExe", "Complete", "", "*", "", "webwrapper.ico"}},
+		{"Component", []string{"ProgramExe", "*", "INSTALLDIR", "*", "", "WebWrapperExe"}},
+		{"FeatureComponents", []string{"Complete", "ProgramExe"}},
+		{"Icon", []string{"webwrapper.ico"}},
+		{"AdvtExecuteSequence", []string{"CreateShortcuts"}},
+		{"AdvtExecuteSequence", []string{"PublishFeatures"}},
+		{"AdvtExecuteSequence", []string{"PublishProduct"}},
 		{"Upgrade", []string{"{6F1D3C52-2B0E-4E57-9B1A-6C0F4B1D2A51}", "0.0.0", "2.1.6", "", "256", "", "OLDERVERSIONS"}},
 		{"InstallExecuteSequence", []string{"RemoveExistingProducts"}},
 	} {
 		if rows := msiTable(t, msi, tt.table); !hasRow(rows, tt.row...) {
 			t.Errorf("table %s has no row %q:\n%q", tt.table, tt.row, rows)
 		}
+	}
+	// The feature may be advertised: no msidbFeatureAttributesDisallowAdvertise (8), and
+	// no DISABLEADVTSHORTCUTS turning the shortcut into an ordinary one.
+	for _, r := range msiTable(t, msi, "Feature") {
+		if a, err := strconv.Atoi(r[len(r)-1]); r[0] == "Complete" && (err != nil || a&8 != 0) {
+			t.Errorf("feature Complete has attributes %q, which disallow advertising", r[len(r)-1])
+		}
+	}
+	if hasRow(msiTable(t, msi, "Property"), "DISABLEADVTSHORTCUTS") {
+		t.Error("the package sets DISABLEADVTSHORTCUTS")
 	}
 }
 
@@ -316,8 +336,10 @@ func TestInstallUpgradeRemove(t *testing.T) {
 		if got := w.registeredPath(); !strings.EqualFold(got, winDir+`\`) {
 			t.Errorf("HKCU\\Software\\Svc\\Svc Webwrapper path = %q, want %q", got, winDir+`\`)
 		}
-		if _, err := os.Stat(lnk); err != nil {
-			t.Errorf("Start-menu shortcut: %v", err)
+		// Wine makes an advertised shortcut an ordinary one to the component's key path
+		// (Windows gives it the feature's descriptor instead, and no path).
+		if b, err := os.ReadFile(lnk); err != nil || !bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(winDir+`\Svc.Client.WebWrapper.exe`))) {
+			t.Errorf("the Start-menu shortcut does not start %s\\Svc.Client.WebWrapper.exe (%v)", winDir, err)
 		}
 		// The installed pipe client runs: its usage, exit status 2.
 		if out, _ := w.start(winDir+`\svcpipe.exe`, "-h"); !strings.Contains(out, "svcpipe (-pid N | -path P)") {
