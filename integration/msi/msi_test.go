@@ -179,10 +179,17 @@ func TestBuildAddresses(t *testing.T) {
 }
 
 // msiTable exports one table as rows of tab-separated columns, without its three header
-// lines.
+// lines. msiinfo writes the streams of a binary table (Icon) as files into the folder it
+// runs in: a temporary one, not the repository.
 func msiTable(t *testing.T, msi, table string) [][]string {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(run(t, nil, "msiinfo", "export", msi, table), "\n"), "\n")
+	cmd := exec.Command("msiinfo", "export", msi, table)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("msiinfo export %s %s: %v\n%s", msi, table, err, out)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	var rows [][]string
 	for _, l := range lines[min(3, len(lines)):] {
 		rows = append(rows, strings.Split(strings.TrimRight(l, "\r"), "\t"))
