@@ -1,0 +1,116 @@
+package oidcprovider
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+)
+
+const redirect = "http://127.0.0.1:1/callback"
+
+var eid = User{ID: "eid-1", Username: "ida", Password: "ida-password", FirstName: "Ida", LastName: "Berg",
+	ACR: "idporten-loa-high", Claims: map[string]any{"pid": "01019012345", "groups": []any{"north-staff"}}}
+
+// signIn runs the code flow as a relying party does, signing username in on the login
+// form, and returns the code's callback URL.
+func signIn(t *testing.T, authURL, username, password string) *url.URL {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Host == "127.0.0.1:1" {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	res, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("login form without the sign-in's id:\n%s", page)
+	}
+	res, err = c.PostForm(res.Request.URL.ResolveReference(&url.URL{Path: loginPath}).String(),
+		url.Values{"id": {string(m[1])}, "username": {username}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := res.Location()
+	if err != nil {
+		t.Fatalf("login answered %d, want a redirect to the client", res.StatusCode)
+	}
+	return loc
+}
+
+// TestProvider: discovery names the endpoints a relying party needs (RP-initiated logout
+// too); the ID token carries the user's further claims and acr; userinfo gives the
+// profile; a code is good once and needs its PKCE verifier.
+func TestProvider(t *testing.T) {
+	p := Start(t, []string{redirect}, eid)
+	ctx := context.Background()
+	rp, err := oidc.NewProvider(ctx, p.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var disco struct {
+		EndSession string   `json:"end_session_endpoint"`
+		Challenge  []string `json:"code_challenge_methods_supported"`
+	}
+	if err := rp.Claims(&disco); err != nil || disco.EndSession == "" || !reflect.DeepEqual(disco.Challenge, []string{"S256"}) {
+		t.Errorf("discovery: end_session_endpoint %q, code_challenge_methods_supported %v (%v), want an endpoint and [S256]", disco.EndSession, disco.Challenge, err)
+	}
+	cfg := &oauth2.Config{ClientID: ClientWeb, ClientSecret: ClientSecret, Endpoint: rp.Endpoint(), RedirectURL: redirect,
+		Scopes: []string{oidc.ScopeOpenID, "profile"}}
+	verifier := oauth2.GenerateVerifier()
+	code := signIn(t, cfg.AuthCodeURL("st", oidc.Nonce("n-1"), oauth2.S256ChallengeOption(verifier)), eid.Username, eid.Password).Query().Get("code")
+
+	if _, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(oauth2.GenerateVerifier())); err == nil {
+		t.Errorf("code exchanged with another PKCE verifier")
+	}
+	tok, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	id, err := rp.Verifier(&oidc.Config{ClientID: ClientWeb}).Verify(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct {
+		ACR    string   `json:"acr"`
+		PID    string   `json:"pid"`
+		Groups []string `json:"groups"`
+		Nonce  string   `json:"nonce"`
+	}
+	if err := id.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if id.Subject != eid.ID || claims.ACR != eid.ACR || claims.PID != "01019012345" || !reflect.DeepEqual(claims.Groups, []string{"north-staff"}) || claims.Nonce != "n-1" {
+		t.Errorf("ID token: sub %q, claims %+v, want sub %s, acr %s, pid, groups [north-staff], nonce n-1", id.Subject, claims, eid.ID, eid.ACR)
+	}
+	info, err := rp.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile struct {
+		Given  string `json:"given_name"`
+		Family string `json:"family_name"`
+	}
+	if err := info.Claims(&profile); err != nil || profile.Given != "Ida" || profile.Family != "Berg" {
+		t.Errorf("userinfo names = %+v (%v), want Ida Berg", profile, err)
+	}
+	if _, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier)); err == nil {
+		t.Errorf("code exchanged twice")
+	}
+}
