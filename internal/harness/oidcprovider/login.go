@@ -3,7 +3,12 @@ package oidcprovider
 import (
 	"context"
 	"html/template"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"testing"
 )
 
 const (
@@ -57,3 +62,45 @@ func (l *login) render(w http.ResponseWriter, status int, id, username, msg stri
 	w.WriteHeader(status)
 	_ = loginPage.Execute(w, map[string]string{"ID": id, "Username": username, "Error": msg})
 }
+
+// SignIn is a person at the provider, with a plain HTTP client: it follows authURL (a
+// relying party's authorization URL), signs username in on the login form and returns
+// where the provider then sends the browser, the relying party's redirect URI with the
+// code and state (followed no further).
+func SignIn(t testing.TB, authURL, username, password string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Host != u.Host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	res, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := loginID.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("the provider's login form has no sign-in id (%d):\n%s", res.StatusCode, page)
+	}
+	res, err = c.PostForm(res.Request.URL.ResolveReference(&url.URL{Path: loginPath}).String(),
+		url.Values{"id": {string(m[1])}, "username": {username}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := res.Location()
+	if err != nil {
+		t.Fatalf("the provider's login answered %d without a redirect to the client", res.StatusCode)
+	}
+	return loc
+}
+
+var loginID = regexp.MustCompile(`name="id" value="([^"]+)"`)

@@ -2,12 +2,7 @@ package oidcprovider
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"reflect"
-	"regexp"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -18,40 +13,6 @@ const redirect = "http://127.0.0.1:1/callback"
 
 var eid = User{ID: "eid-1", Username: "ida", Password: "ida-password", FirstName: "Ida", LastName: "Berg",
 	ACR: "idporten-loa-high", Claims: map[string]any{"pid": "01019012345", "groups": []any{"north-staff"}}}
-
-// signIn runs the code flow as a relying party does, signing username in on the login
-// form, and returns the code's callback URL.
-func signIn(t *testing.T, authURL, username, password string) *url.URL {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Host == "127.0.0.1:1" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	res, err := c.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(page)
-	if m == nil {
-		t.Fatalf("login form without the sign-in's id:\n%s", page)
-	}
-	res, err = c.PostForm(res.Request.URL.ResolveReference(&url.URL{Path: loginPath}).String(),
-		url.Values{"id": {string(m[1])}, "username": {username}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, err := res.Location()
-	if err != nil {
-		t.Fatalf("login answered %d, want a redirect to the client", res.StatusCode)
-	}
-	return loc
-}
 
 // TestProvider: discovery names the endpoints a relying party needs (RP-initiated logout
 // too); the ID token carries the user's further claims and acr; userinfo gives the
@@ -73,7 +34,7 @@ func TestProvider(t *testing.T) {
 	cfg := &oauth2.Config{ClientID: ClientWeb, ClientSecret: ClientSecret, Endpoint: rp.Endpoint(), RedirectURL: redirect,
 		Scopes: []string{oidc.ScopeOpenID, "profile"}}
 	verifier := oauth2.GenerateVerifier()
-	code := signIn(t, cfg.AuthCodeURL("st", oidc.Nonce("n-1"), oauth2.S256ChallengeOption(verifier)), eid.Username, eid.Password).Query().Get("code")
+	code := SignIn(t, cfg.AuthCodeURL("st", oidc.Nonce("n-1"), oauth2.S256ChallengeOption(verifier)), eid.Username, eid.Password).Query().Get("code")
 
 	if _, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(oauth2.GenerateVerifier())); err == nil {
 		t.Errorf("code exchanged with another PKCE verifier")
