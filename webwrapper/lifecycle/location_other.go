@@ -1,6 +1,6 @@
 //go:build !windows
 
-package main
+package lifecycle
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 )
 
 // locationFile is where integrators find the program's folder outside Windows, the
-// counterpart of the registry value path: a file "path" holding the folder and a newline,
-// in the user's data folder ($XDG_DATA_HOME or ~/.local/share; on macOS
-// ~/Library/Application Support) under <vendor>/<product>.
+// counterpart of the registry value path: a file "path" holding the folder, ending in a
+// separator (folderPath), and a newline, in the user's data folder ($XDG_DATA_HOME or
+// ~/.local/share; on macOS ~/Library/Application Support) under <vendor>/<product>.
 func locationFile() (string, error) {
 	var dir string
 	switch {
@@ -43,7 +43,7 @@ func registerLocation(dir string) error {
 	if err != nil {
 		return fmt.Errorf("finding the user data folder: %w", err)
 	}
-	want := []byte(dir + "\n")
+	want := []byte(folderPath(dir) + "\n")
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, want) {
 		return nil
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
