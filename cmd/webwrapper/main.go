@@ -31,10 +31,6 @@ import (
 // that (VER-1); a release build sets the last part: -ldflags "-X main.version=2.1.5.<build>".
 var version = "2.1.5.0"
 
-// updateSite is the default update site ({webwrapper_site}); UpdatePath names the channel
-// under it, or a feed address of its own.
-var updateSite = "http://localhost:8080/webwrapper"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stderr)
@@ -48,7 +44,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func run(ctx context.Context, argv []string, stderr io.Writer) int {
-	o := lifecycle.Options{Version: version, UpdateSite: updateSite, Stderr: stderr}
+	o := lifecycle.Options{Version: version, Stderr: stderr}
 	fs := flag.NewFlagSet("webwrapper", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.AppURL, "app-url", "", "the first page, instead of the AppUrl setting")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/tc-hib/winres"
 	"github.com/tc-hib/winres/version"
+
+	"github.com/partnergate/partnergate/webwrapper/config"
 )
 
 // root is the repository, two folders up from this package.
@@ -53,6 +56,13 @@ func run(t *testing.T, env []string, name string, args ...string) string {
 	return out.String()
 }
 
+// appURL is the service the test's builds are made for; their update site is then
+// /webwrapper/ on its host.
+const (
+	appURL     = "https://gateway.clinic.example/app/signin?tenant=a&b"
+	updateSite = "https://gateway.clinic.example/webwrapper/"
+)
+
 // builds holds each build made, for the tests of this package to share.
 var (
 	buildsMu sync.Mutex
@@ -78,7 +88,7 @@ func build(t *testing.T, n string) (dir, msi string) {
 	dir, ok := builds[n]
 	if !ok {
 		dir = filepath.Join(buildDir, n)
-		run(t, nil, "scripts/build-windows.sh", dir, n)
+		run(t, nil, "scripts/build-windows.sh", "--app-url", appURL, dir, n)
 		builds[n] = dir
 	}
 	msi = filepath.Join(dir, "SvcWebwrapper-2.1.5."+n+".msi")
@@ -135,11 +145,51 @@ func TestProgramResources(t *testing.T) {
 	}
 }
 
+// The build writes the service's addresses into the application config it installs, and
+// refuses one that would send a password or a download link in the clear.
+func TestBuildAddresses(t *testing.T) {
+	dir, _ := build(t, "7")
+	c, err := config.Load(filepath.Join(dir, "files", "Svc.Client.WebWrapper.exe.config"), filepath.Join(t.TempDir(), "user.config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.String(config.AppUrl); got != appURL {
+		t.Errorf("the installed .exe.config's AppUrl = %q, want %q", got, appURL)
+	}
+	if got := c.String(config.UpdateSite); got != updateSite {
+		t.Errorf("the installed .exe.config's UpdateSite = %q, want %q (the app's host)", got, updateSite)
+	}
+	for _, args := range [][]string{
+		{"--app-url", "http://gateway.clinic.example/app/signin"},
+		{"--app-url", "https://gateway.clinic.example/app/signin", "--update-site", "http://downloads.clinic.example/"},
+		{"--app-url", "https://user@gateway.clinic.example/app/signin"},
+		{}, // no address at all
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		cmd := exec.Command("scripts/build-windows.sh", append(args, out, "1")...)
+		cmd.Dir = root(t)
+		msg, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 {
+			t.Errorf("build-windows.sh %q: status %d (%v), want 2\n%s", args, code, err, msg)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("build-windows.sh %q made %s (%v): want nothing built", args, out, err)
+		}
+	}
+}
+
 // msiTable exports one table as rows of tab-separated columns, without its three header
-// lines.
+// lines. msiinfo writes the streams of a binary table (Icon) as files into the folder it
+// runs in: a temporary one, not the repository.
 func msiTable(t *testing.T, msi, table string) [][]string {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(run(t, nil, "msiinfo", "export", msi, table), "\n"), "\n")
+	cmd := exec.Command("msiinfo", "export", msi, table)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("msiinfo export %s %s: %v\n%s", msi, table, err, out)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	var rows [][]string
 	for _, l := range lines[min(3, len(lines)):] {
 		rows = append(rows, strings.Split(strings.TrimRight(l, "\r"), "\t"))
@@ -181,18 +231,37 @@ func TestMSITables(t *testing.T) {
 		{"Directory", []string{"VendorFolder", "AppDataFolder", "Svc"}},
 		{"Directory", []string{"ProductFolder", "VendorFolder", "Svc Webwrapper"}},
 		{"Directory", []string{"INSTALLDIR", "ProductFolder", "2.1.5.7"}}, // a folder per version
-		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe"}},
+		{"File", []string{"WebWrapperExe", "ProgramExe", "Svc.Client.WebWrapper.exe"}},
 		{"File", []string{"*", "Program", "Svc.Client.WebWrapper.exe.config"}},
 		{"File", []string{"*", "Program", "svcpipe.exe"}},
 		{"File", []string{"*", "Program", "LICENSES.txt"}},
 		{"Registry", []string{"*", "1", `Software\Svc\Svc Webwrapper`, "path", "[INSTALLDIR]", "Program"}}, // HKCU
-		{"Shortcut", []string{"*", "ProgramMenuFolder", "Svc Webwrapper", "StartMenuShortcut", "[INSTALLDIR]Svc.Client.WebWrapper.exe"}},
+		// Advertised installation, msiexec /jm (B-INST): the shortcut's target is the
+		// feature, not a path, so that starting it installs or repairs the feature and
+		// then runs the key path of its component, the program itself.
+		{"Shortcut", []string{"*", "ProgramMenuFolder", "Svc Webwrapper", "ProgramExe", "Complete", "", "*", "", "webwrapper.ico"}},
+		{"Component", []string{"ProgramExe", "*", "INSTALLDIR", "*", "", "WebWrapperExe"}},
+		{"FeatureComponents", []string{"Complete", "ProgramExe"}},
+		{"Icon", []string{"webwrapper.ico"}},
+		{"AdvtExecuteSequence", []string{"CreateShortcuts"}},
+		{"AdvtExecuteSequence", []string{"PublishFeatures"}},
+		{"AdvtExecuteSequence", []string{"PublishProduct"}},
 		{"Upgrade", []string{"{6F1D3C52-2B0E-4E57-9B1A-6C0F4B1D2A51}", "0.0.0", "2.1.6", "", "256", "", "OLDERVERSIONS"}},
 		{"InstallExecuteSequence", []string{"RemoveExistingProducts"}},
 	} {
 		if rows := msiTable(t, msi, tt.table); !hasRow(rows, tt.row...) {
 			t.Errorf("table %s has no row %q:\n%q", tt.table, tt.row, rows)
 		}
+	}
+	// The feature may be advertised: no msidbFeatureAttributesDisallowAdvertise (8), and
+	// no DISABLEADVTSHORTCUTS turning the shortcut into an ordinary one.
+	for _, r := range msiTable(t, msi, "Feature") {
+		if a, err := strconv.Atoi(r[len(r)-1]); r[0] == "Complete" && (err != nil || a&8 != 0) {
+			t.Errorf("feature Complete has attributes %q, which disallow advertising", r[len(r)-1])
+		}
+	}
+	if hasRow(msiTable(t, msi, "Property"), "DISABLEADVTSHORTCUTS") {
+		t.Error("the package sets DISABLEADVTSHORTCUTS")
 	}
 }
 
@@ -274,8 +343,10 @@ func TestInstallUpgradeRemove(t *testing.T) {
 		if got := w.registeredPath(); !strings.EqualFold(got, winDir+`\`) {
 			t.Errorf("HKCU\\Software\\Svc\\Svc Webwrapper path = %q, want %q", got, winDir+`\`)
 		}
-		if _, err := os.Stat(lnk); err != nil {
-			t.Errorf("Start-menu shortcut: %v", err)
+		// Wine makes an advertised shortcut an ordinary one to the component's key path
+		// (Windows gives it the feature's descriptor instead, and no path).
+		if b, err := os.ReadFile(lnk); err != nil || !bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(winDir+`\Svc.Client.WebWrapper.exe`))) {
+			t.Errorf("the Start-menu shortcut does not start %s\\Svc.Client.WebWrapper.exe (%v)", winDir, err)
 		}
 		// The installed pipe client runs: its usage, exit status 2.
 		if out, _ := w.start(winDir+`\svcpipe.exe`, "-h"); !strings.Contains(out, "svcpipe (-pid N | -path P)") {
@@ -349,6 +420,71 @@ func (w *wine) start(args ...string) (string, int) {
 		w.t.Fatalf("wine %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// installed reads the values of HKCU\Software\Svc\Svc Webwrapper.
+func (w *wine) installed() map[string]string {
+	w.t.Helper()
+	cmd := exec.Command("wine", "reg", "query", `HKCU\Software\Svc\Svc Webwrapper`)
+	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.WaitDelay = 10 * time.Second
+	out, _ := cmd.Output()
+	values := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.SplitN(strings.TrimSpace(l), "    ", 3); len(f) == 3 {
+			values[f[0]] = strings.TrimSpace(f[2])
+		} else if len(f) == 2 { // an empty value
+			values[f[0]] = ""
+		}
+	}
+	return values
+}
+
+// TestInstallProperties: an IT department's silent install for its clinic. The MSI's
+// public properties become the settings, kept by an upgrade that is given none and
+// replaced by one that is given them; an address in the clear is refused; removal takes
+// them.
+func TestInstallProperties(t *testing.T) {
+	_, msi7 := build(t, "7")
+	_, msi8 := build(t, "8")
+	w := newWine(t)
+	check := func(when string, want map[string]string) {
+		t.Helper()
+		got := w.installed()
+		for name, v := range want {
+			if got[name] != v {
+				t.Errorf("%s: HKCU\\Software\\Svc\\Svc Webwrapper %s = %q, want %q", when, name, got[name], v)
+			}
+		}
+	}
+	clinic := map[string]string{
+		"AppUrl":     "https://ehr.clinic.example/app/signin",
+		"AdfsUrl":    "https://gateway.clinic.example/app/directory/clinic/signin",
+		"Culture":    "nb-NO",
+		"UpdateSite": "https://downloads.clinic.example/webwrapper/",
+	}
+	w.run("msiexec", "/i", msi7, "/qn", "APPURL="+clinic["AppUrl"], "ADFSURL="+clinic["AdfsUrl"], "CULTURE=nb-NO", "UPDATESITE="+clinic["UpdateSite"])
+	check("installed with the properties", clinic)
+
+	w.run("msiexec", "/i", msi8, "/qn")
+	check("upgraded without them", clinic)
+
+	// Any build of 2.1.5 replaces the installed one: 7 over 8, with a new address.
+	clinic["AppUrl"] = "https://ehr2.clinic.example/app/signin"
+	w.run("msiexec", "/i", msi7, "/qn", "APPURL="+clinic["AppUrl"])
+	check("upgraded with a new APPURL", clinic)
+
+	for _, prop := range []string{"APPURL=http://ehr.clinic.example/app/signin", "ADFSURL=http://gateway.clinic.example/", "UPDATESITE=http://downloads.clinic.example/"} {
+		if out, code := w.start("msiexec", "/i", msi8, "/qn", prop); code == 0 {
+			t.Errorf("msiexec /i %s: status 0, want a refusal\n%s", prop, out)
+		}
+	}
+	check("after the refused installs", clinic)
+
+	w.run("msiexec", "/x", msi7, "/qn")
+	if got := w.installed(); len(got) != 0 {
+		t.Errorf("after removal HKCU\\Software\\Svc\\Svc Webwrapper holds %q, want nothing", got)
+	}
 }
 
 // wineUser is the prefix's user name, the name of its folder under C:\users.

@@ -100,6 +100,7 @@ func TestDefaults(t *testing.T) {
 		RememberLoggedInUser:  "True",
 		SignonWithWindowsUser: "False",
 		DistributorName:       "",
+		UpdateSite:            "http://localhost:8080/webwrapper/",
 	} {
 		if got := c.String(name); got != want {
 			t.Errorf("String(%q) = %q, want %q", name, got, want)
@@ -114,8 +115,8 @@ func TestDefaults(t *testing.T) {
 	if p := c.Problems(); len(p) != 0 {
 		t.Errorf("Problems() = %v, want none", p)
 	}
-	if len(settings) != 18 {
-		t.Errorf("%d settings, want the 17 of the spec's tables and DistributorName", len(settings))
+	if len(settings) != 19 {
+		t.Errorf("%d settings, want the 17 of the spec's tables, DistributorName and UpdateSite", len(settings))
 	}
 }
 

@@ -1,8 +1,9 @@
 package config
 
-// The settings of the interface's two tables (B-CFG-USER, B-CFG-APP) and DistributorName,
-// which the original's readme knows. Any setting may be given in either file; a non-blank
-// user value wins.
+// The settings of the interface's two tables (B-CFG-USER, B-CFG-APP), DistributorName,
+// which the original's readme knows, and UpdateSite, the update site ({webwrapper_site})
+// under which UpdatePath names the channel. Any setting may be given in either file; a
+// non-blank user value wins.
 const (
 	BrowserEngine   = "BrowserEngine"
 	CheckForUpdates = "CheckForUpdates"
@@ -23,6 +24,7 @@ const (
 	RememberLoggedInUser  = "RememberLoggedInUser"
 	SignonWithWindowsUser = "SignonWithWindowsUser"
 	DistributorName       = "DistributorName"
+	UpdateSite            = "UpdateSite"
 )
 
 type kind int
@@ -63,6 +65,7 @@ var settings = map[string]setting{
 	RememberLoggedInUser:  {"True", kindBool},
 	SignonWithWindowsUser: {"False", kindBool},
 	DistributorName:       {"", kindString},
+	UpdateSite:            {"http://localhost:8080/webwrapper/", kindString},
 }
 
 // Engine is a BrowserEngine value.

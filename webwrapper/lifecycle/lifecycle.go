@@ -40,9 +40,6 @@ const (
 type Options struct {
 	// Version is the wrapper's four-part version (VER-1), the pipe's version answer.
 	Version string
-	// UpdateSite is the update site ({webwrapper_site}) under which UpdatePath names a
-	// channel's feed, unless UpdatePath is a feed's address of its own.
-	UpdateSite string
 	// AppURL, when set, is the first page instead of the AppUrl setting (and AdfsUrl).
 	AppURL string
 	// Browser is the browser's executable; empty searches for one.
@@ -73,6 +70,9 @@ func Run(ctx context.Context, args []string, o Options) int {
 		return fail(ExitFailed, err)
 	}
 	cfg, err := config.Load(config.AppPath(exe), userPath)
+	if err == nil {
+		err = cfg.LoadInstalled(vendor, product)
+	}
 	if err != nil {
 		return fail(ExitFailed, err)
 	}

@@ -17,12 +17,13 @@ func (w *wrapper) checkUpdate(ctx context.Context, a *app.App) {
 	if !w.cfg.Bool(config.CheckForUpdates) {
 		return
 	}
-	feed := update.FeedURL(w.o.UpdateSite, w.cfg.String(config.UpdatePath))
+	feed := update.FeedURL(w.cfg.String(config.UpdateSite), w.cfg.String(config.UpdatePath))
 	r := <-update.Start(ctx, http.DefaultClient, feed, w.o.Version, 30*time.Second)
 	if r.Err != nil {
 		w.log.Info("update check", "error", r.Err)
 		return
 	}
+	w.log.Info("update check", "offered", r.Release.Version, "newer", r.Newer)
 	if !r.Newer {
 		return
 	}
