@@ -33,6 +33,8 @@ require (
 	modernc.org/sqlite v1.60.1
 )
 
+require github.com/jezek/xgb v1.1.1 // indirect
+
 require (
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect

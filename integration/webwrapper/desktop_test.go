@@ -221,6 +221,25 @@ func (d *desktop) windowState(t *testing.T) (state string, active bool) {
 	return state, active
 }
 
+// waitTaskbar waits until the wrapper's window is in the taskbar (want true) or out of it
+// (_NET_WM_STATE_SKIP_TASKBAR, as the window manager keeps it).
+func (d *desktop) waitTaskbar(t *testing.T, want bool) {
+	t.Helper()
+	poll(t, 20*time.Second, fmt.Sprintf("window in the taskbar %v", want), func() (bool, string) {
+		list := d.xprop(t, "-root", "_NET_CLIENT_LIST")
+		var states []string
+		in := false
+		for _, id := range windowIDs.FindAllString(list, -1) {
+			props := d.xprop(t, "-id", id, "_NET_WM_STATE")
+			states = append(states, props)
+			if !strings.Contains(props, "_NET_WM_STATE_SKIP_TASKBAR") {
+				in = true
+			}
+		}
+		return len(states) > 0 && in == want, strings.Join(states, "; ")
+	})
+}
+
 // waitWindow waits until the wrapper's window is in state (and active when the state is
 // normal: show brings it to the front).
 func (d *desktop) waitWindow(t *testing.T, want string) {
