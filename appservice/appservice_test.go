@@ -169,7 +169,11 @@ func TestStartDemoMember(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plans, err := s.store.MemberWorkouts(ctx, r.AccountID)
+		ex, err := s.store.ExchangeCode(ctx, r.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans, err := s.store.MemberWorkouts(ctx, ex.Session)
 		if err != nil || len(plans) != 1 || plans[0].Title != store.DemoMemberPlan {
 			t.Errorf("after start #%d the Go link's member has plans %+v, %v, want one %q", start, plans, err, store.DemoMemberPlan)
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,10 +127,10 @@ func TestClinicsKeepTheirOwnRecords(t *testing.T) {
 }
 
 // TestMemberSeesEveryClinicsPlans: the member behind both clinics' records is one account,
-// found by partner id or by ssn; it sees both clinics' plans, each under its clinic's name
-// and the clinic's record's name. A Go link that matched the member by ssn alone, with
-// another partner id, signs in without renaming or re-mailing the account; a Go link with
-// the member's own partner id keeps it current.
+// found by partner id or by ssn; signed in with a national eID it sees both clinics' plans,
+// each under its clinic's name and the clinic's record's name. A Go link that matched the
+// member by ssn alone, with another partner id, signs in without renaming or re-mailing the
+// account; a Go link with the member's own partner id keeps it current.
 func TestMemberSeesEveryClinicsPlans(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -159,7 +160,8 @@ func TestMemberSeesEveryClinicsPlans(t *testing.T) {
 				t.Errorf("account after B's Go link (ssn match, another partner id) = %q <%s>, want A's Kari Nordmann <kari@a.example> kept", acct.DisplayName, acct.Email)
 			}
 
-			ws, err := s.MemberWorkouts(ctx, goA.AccountID)
+			eid := eidSession(t, s, goA.AccountID)
+			ws, err := s.MemberWorkouts(ctx, eid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +174,7 @@ func TestMemberSeesEveryClinicsPlans(t *testing.T) {
 				t.Errorf("member's plans = %v, want %v", got, want)
 			}
 			for _, id := range []int64{planA.ID, planB.ID} {
-				if w, err := s.MemberWorkout(ctx, goA.AccountID, id); err != nil || w.ID != id {
+				if w, err := s.MemberWorkout(ctx, eid, id); err != nil || w.ID != id {
 					t.Errorf("MemberWorkout(%d) = %v, want the plan", id, err)
 				}
 			}
@@ -183,6 +185,90 @@ func TestMemberSeesEveryClinicsPlans(t *testing.T) {
 			mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", renamed))
 			if acct := accountOf(t, s, goA.AccountID); acct.DisplayName != "Kari Nordmann-Lie" || acct.Email != "kari.lie@a.example" {
 				t.Errorf("account after A's Go link = %q <%s>, want Kari Nordmann-Lie <kari.lie@a.example>", acct.DisplayName, acct.Email)
+			}
+		})
+	}
+}
+
+// TestGoLinkSeesItsOwnClinicsPlans is issue 34's finding: clinic B sends a Go link with its
+// own contact id and clinic A's patient's ssn in another spelling. The link's session sees
+// B's plans only, never A's (nor A's record's name, notes or instructor), and shows the
+// holder by B's record; A's Go link sees A's. The member stays one: with a national eID,
+// its session sees both clinics' plans.
+func TestGoLinkSeesItsOwnClinicsPlans(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			a := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-a", "Clinic A", kariAtA()))
+			pending, err := s.ExchangeCode(ctx, a.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			coach, err := s.CreateInstructorForPending(ctx, pending.Token, "coach-a", "coach@a.example", "Coach of A", "a-coach-password-7Kq")
+			if err != nil {
+				t.Fatal(err)
+			}
+			planA, err := s.CreateWorkout(ctx, a.OrganizationID, coach.Session.Account.ID, a.PersonID, 0, "Knee plan from A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UpdateWorkout(ctx, a.OrganizationID, planA.ID, planA.Title, "A's notes on the knee", nil); err != nil {
+				t.Fatal(err)
+			}
+
+			atB := kariAtB()
+			atB.SSN = kariSSN[:6] + " " + kariSSN[6:]
+			goB := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-b", "Clinic B", atB))
+			planB, err := s.CreateWorkout(ctx, goB.OrganizationID, 0, goB.PersonID, 0, "Back plan from B")
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, err := s.PeekCode(ctx, goB.Code)
+			if err != nil || target.Account == nil || target.Account.DisplayName != "Kari Berg" || target.Account.Email != "kari@b.example" {
+				t.Errorf("PeekCode(B's Go link) = %+v, %v, want the account as B knows her, Kari Berg <kari@b.example>", target, err)
+			}
+			sessB := linkSession(t, s, goB)
+			if sessB.Scope != ScopeOrganization || sessB.Account.DisplayName != "Kari Berg" || sessB.Account.Email != "kari@b.example" {
+				t.Errorf("B's Go session = scope %q, account %q <%s>, want organization scope and B's record's Kari Berg <kari@b.example>",
+					sessB.Scope, sessB.Account.DisplayName, sessB.Account.Email)
+			}
+			if ws, err := s.MemberWorkouts(ctx, sessB); err != nil || len(ws) != 1 || ws[0].ID != planB.ID {
+				t.Errorf("MemberWorkouts(B's Go session) = %s, %v, want B's plan only", titles(ws), err)
+			}
+			if w, err := s.MemberWorkout(ctx, sessB, planA.ID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("MemberWorkout(B's Go session, A's plan) = %+v, %v, want ErrNotFound", w, err)
+			}
+
+			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			if goA.AccountID != goB.AccountID || goA.MemberID != goB.MemberID {
+				t.Fatalf("A's and B's Go links = account %d, member %d and account %d, member %d, want one member and account",
+					goA.AccountID, goA.MemberID, goB.AccountID, goB.MemberID)
+			}
+			sessA := linkSession(t, s, goA)
+			ws, err := s.MemberWorkouts(ctx, sessA)
+			if err != nil || len(ws) != 1 || ws[0].ID != planA.ID || ws[0].Notes != "A's notes on the knee" || ws[0].OwnerName != "Coach of A" ||
+				ws[0].Person == nil || ws[0].Person.Name() != "Kari Nordmann" {
+				t.Errorf("MemberWorkouts(A's Go session) = %+v, %v, want A's plan with A's notes, instructor and record", ws, err)
+			}
+			if sessA.Account.DisplayName != "Kari Nordmann" {
+				t.Errorf("A's Go session shows the account as %q, want A's record's Kari Nordmann", sessA.Account.DisplayName)
+			}
+
+			in, err := s.NationalEIDSignIn(ctx, goA.AccountID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eid := in.Session
+			if eid.Scope != ScopeMember || eid.Organization != nil || eid.Person != nil || eid.Account.DisplayName != "Kari Nordmann" {
+				t.Errorf("eID session = scope %q, organization %+v, person %+v, account %q; want member scope, none in focus, the account's own name",
+					eid.Scope, eid.Organization, eid.Person, eid.Account.DisplayName)
+			}
+			if ws, err := s.MemberWorkouts(ctx, eid); err != nil || len(ws) != 2 {
+				t.Errorf("MemberWorkouts(eID session) = %s, %v, want both clinics' plans", titles(ws), err)
+			}
+			if again, err := s.Session(ctx, in.Token); err != nil || again.Scope != ScopeMember {
+				t.Errorf("the eID session read again = %+v, %v, want member scope kept", again, err)
 			}
 		})
 	}
@@ -213,8 +299,8 @@ func TestMemberFoundBySSNOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.MemberWorkout(ctx, goA.AccountID, planC.ID); err != nil {
-				t.Errorf("MemberWorkout(C's plan) = %v, want the member to see it", err)
+			if _, err := s.MemberWorkout(ctx, eidSession(t, s, goA.AccountID), planC.ID); err != nil {
+				t.Errorf("MemberWorkout(eID session, C's plan) = %v, want the member to see it", err)
 			}
 			// Another partner's clinic with Kari's ssn and ids: a member of its own.
 			l := clinicLink(linkspec.KindGo, "org-a", "Other partner's clinic", kariAtA())
@@ -223,11 +309,20 @@ func TestMemberFoundBySSNOnly(t *testing.T) {
 			if other.AccountID == goA.AccountID || !other.AccountCreated {
 				t.Errorf("another partner's Go link = account %d (created %v), want a new account, not %d", other.AccountID, other.AccountCreated, goA.AccountID)
 			}
-			if ws, err := s.MemberWorkouts(ctx, other.AccountID); err != nil || len(ws) != 0 {
+			if ws, err := s.MemberWorkouts(ctx, eidSession(t, s, other.AccountID)); err != nil || len(ws) != 0 {
 				t.Errorf("another partner's member sees %d plans, %v, want none", len(ws), err)
 			}
 		})
 	}
+}
+
+// titles lists the plans' titles, for a message.
+func titles(ws []Workout) string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, strconv.Quote(w.Title))
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 func accountOf(t *testing.T, s *Store, id int64) *Account {

@@ -86,7 +86,7 @@ func TestSeedDemoMember(t *testing.T) {
 			if r.PersonCreated || r.MemberCreated || !r.AccountCreated {
 				t.Errorf("Go link after the seed = %+v, want the seeded record and member, and a new account", r)
 			}
-			plans, err := s.MemberWorkouts(ctx, r.AccountID)
+			plans, err := s.MemberWorkouts(ctx, linkSession(t, s, r))
 			if err != nil || len(plans) != 1 || plans[0].Title != DemoMemberPlan || len(plans[0].Items) == 0 ||
 				plans[0].Person == nil || plans[0].Person.ID != r.PersonID {
 				t.Fatalf("the member's plans = %+v, %v, want one %q with exercises for the seeded record", plans, err, DemoMemberPlan)

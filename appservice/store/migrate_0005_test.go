@@ -216,7 +216,12 @@ func TestMigrate0005ClinicRecords(t *testing.T) {
 
 			memberPlans := func(account int64) string {
 				t.Helper()
-				ws, err := s.MemberWorkouts(ctx, account)
+				// What the member sees with every organization in scope (a national eID).
+				in, err := s.NationalEIDSignIn(ctx, account)
+				if err != nil {
+					return err.Error()
+				}
+				ws, err := s.MemberWorkouts(ctx, in.Session)
 				if err != nil {
 					return err.Error()
 				}
@@ -361,7 +366,7 @@ func TestMigrate0005StrayOfAnotherNumber(t *testing.T) {
 			if !holder.Valid || !stray.Valid || holder.Int64 == stray.Int64 {
 				t.Errorf("members of c-1's person and the stray = %v, %v; want two members", holder, stray)
 			}
-			if ws, err := s.MemberWorkouts(ctx, 2); err != nil || len(ws) != 1 || ws[0].Title != "Plan B" {
+			if ws, err := s.MemberWorkouts(ctx, eidSession(t, s, 2)); err != nil || len(ws) != 1 || ws[0].Title != "Plan B" {
 				t.Errorf("MemberWorkouts(the stray's account) = %+v, %v, want its Plan B", ws, err)
 			}
 			r := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-b", "Clinic B", contactOf("c-1", "Liv", "Dahl")))

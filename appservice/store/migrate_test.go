@@ -108,9 +108,11 @@ func TestOldRunnerDatabaseMigrates(t *testing.T) {
 					t.Fatalf("Open #%d of the old runner's database = %v", round, err)
 				}
 				t.Cleanup(func() { s.Close() })
-				_, names, _ := s.gooseMigrations()
-				if v, err := s.schemaVersion(ctx); err != nil || v != len(names) {
-					t.Errorf("schemaVersion() after open #%d = %d, %v, want %d", round, v, err, len(names))
+				// The newest version, not the number of files: versions are handed out
+				// to changes in flight, so one may land before a lower one.
+				known, _ := newest()
+				if v, err := s.schemaVersion(ctx); err != nil || int64(v) != known {
+					t.Errorf("schemaVersion() after open #%d = %d, %v, want %d", round, v, err, known)
 				}
 			}
 			s, err := Open(ctx, dsn, Options{SSNKey: testKey, Now: c.Now})

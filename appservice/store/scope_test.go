@@ -65,7 +65,7 @@ VALUES (?, 'B only', 'strength', 'legs', 'none', 'B', 0) RETURNING id`, []any{or
 					return err
 				}()},
 				{"CaseExportPDF", func() error { _, _, err := s.CaseExportPDF(ctx, orgA, xB.ID); return err }()},
-				{"MemberWorkout", func() error { _, err := s.MemberWorkout(ctx, ra.AccountID, wB.ID); return err }()},
+				{"MemberWorkout", func() error { _, err := s.MemberWorkout(ctx, exA.Session, wB.ID); return err }()},
 			} {
 				if !errors.Is(tt.err, ErrNotFound) {
 					t.Errorf("%s with an id of another organization = %v, want ErrNotFound", tt.op, tt.err)
@@ -93,7 +93,7 @@ VALUES (?, 'B only', 'strength', 'legs', 'none', 'B', 0) RETURNING id`, []any{or
 			if xs, err := s.CaseExports(ctx, orgA, "case-b"); err != nil || len(xs) != 0 {
 				t.Errorf("CaseExports(A, B's case) = %+v, %v, want none", xs, err)
 			}
-			if ws, _ := s.MemberWorkouts(ctx, ra.AccountID); len(ws) != 0 {
+			if ws, _ := s.MemberWorkouts(ctx, exA.Session); len(ws) != 0 {
 				t.Errorf("MemberWorkouts(A's member) = %+v, want none (plans are for other persons)", ws)
 			}
 			if p, _ := s.Person(ctx, orgB, pB.ID); p.CustomID != "shared" {

@@ -74,6 +74,22 @@ type Employee struct {
 	AccountID int64
 }
 
+// Scope is which organizations a member's session sees the plans of. What a session may see
+// follows what proved who holds it: a partner's link is one organization's word about who
+// the holder is, and it is opened by whoever holds it (a desk, a shared tablet); the
+// member's own national electronic ID proves the holder is the member.
+type Scope string
+
+const (
+	// ScopeOrganization is the session's organization only: every link's session and every
+	// instructor's. It is the default of the column, so a session that names no scope is
+	// narrow.
+	ScopeOrganization Scope = "organization"
+	// ScopeMember is every organization of the member account: only a member who proved
+	// who they are with a national electronic ID (NationalEIDSignIn).
+	ScopeMember Scope = "member"
+)
+
 // Session is a server-side session as the pages use it.
 type Session struct {
 	// Pending is set when the session only waits for Employee to sign in; Account is nil.
@@ -82,14 +98,21 @@ type Session struct {
 	// Employee that is not linked to it: the person must confirm the link (ConfirmLink)
 	// before the session is used, so that a pending session planted in the browser by
 	// someone else (login CSRF) cannot link a stranger's partner user to the account.
-	ConfirmLink  bool
+	ConfirmLink bool
+	// Account is the signed-in account. For a member's session of ScopeOrganization its
+	// DisplayName and Email are those of the organization's record of the member (Person),
+	// not the ones another clinic's record gave the account: the session shows the holder
+	// as the link's clinic knows them.
 	Account      *Account
 	Employee     *Employee
 	Organization *Organization
 	// Person is the person in focus, as the session's organization knows them.
 	Person *Person
 	// CaseID is the case exports are archived under: the link's caseId, or one set since.
-	CaseID    string
+	CaseID string
+	// Scope is whose plans a member's session sees; instructors' sessions see their
+	// organization whatever it says.
+	Scope     Scope
 	ExpiresAt time.Time
 }
 
@@ -163,6 +186,41 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, p
 	return &Exchanged{Token: token, Session: sess}, nil
 }
 
+// NationalEIDSignIn starts a session of a member account for a holder who proved with a
+// national electronic ID that they are the member: its scope is every organization of the
+// member (ScopeMember), where a link's session sees its own organization's plans only. The
+// session has no organization and no person in focus. A memberAccountID that names no
+// member account with a member is ErrNotFound. No route calls it yet: the national eID
+// sign-in will, once it has matched the eID's number to the member.
+func (s *Store) NationalEIDSignIn(ctx context.Context, memberAccountID int64) (*SignedIn, error) {
+	token, tokenHash, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	out := &SignedIn{Token: token}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE id = ? AND role = ? AND member_id IS NOT NULL`),
+			memberAccountID, RoleMember).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, scope, case_id, created_at, expires_at)
+VALUES (?, ?, ?, '', ?, ?)`), tokenHash, memberAccountID, string(ScopeMember), now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
+			return err
+		}
+		out.Session, err = s.readSession(ctx, tx, token)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LoginTarget is whom a login code would sign in, read without using the code.
 type LoginTarget struct {
 	// Account is the account the code signs in to; nil when the code leads to a pending
@@ -180,13 +238,13 @@ func (s *Store) PeekCode(ctx context.Context, code string) (*LoginTarget, error)
 		return nil, ErrCodeInvalid
 	}
 	var (
-		expires               int64
-		used                  sql.NullInt64
-		employeeID, accountID sql.NullInt64
+		expires, orgID, personID int64
+		used                     sql.NullInt64
+		employeeID, accountID    sql.NullInt64
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT c.expires_at, c.used_at, l.employee_id, COALESCE(l.account_id, e.account_id)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT c.expires_at, c.used_at, l.employee_id, COALESCE(l.account_id, e.account_id), l.organization_id, l.contact_id
 FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id
-WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &accountID)
+WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &accountID, &orgID, &personID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, ErrCodeInvalid
@@ -201,6 +259,14 @@ WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &a
 	if accountID.Valid {
 		if t.Account, err = s.account(ctx, s.db, accountID.Int64); err != nil {
 			return nil, err
+		}
+		if t.Account.Role == RoleMember {
+			// The session the code starts is the link's organization's (ScopeOrganization).
+			p, err := s.readPerson(ctx, s.db, orgID, personID)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			t.Account.asKnownBy(p)
 		}
 	}
 	if employeeID.Valid {
@@ -224,18 +290,18 @@ func (s *Store) readSession(ctx context.Context, q queryer, token string) (*Sess
 	var (
 		accountID, employeeID, orgID, personID sql.NullInt64
 		expires                                int64
-		caseID                                 string
+		caseID, scope                          string
 	)
-	err := q.QueryRowContext(ctx, s.q(`SELECT account_id, employee_id, organization_id, contact_id, expires_at, case_id
+	err := q.QueryRowContext(ctx, s.q(`SELECT account_id, employee_id, organization_id, contact_id, expires_at, case_id, scope
 FROM sessions WHERE token_hash = ? AND expires_at > ?`),
-		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &personID, &expires, &caseID)
+		hashSecret(token), s.now()).Scan(&accountID, &employeeID, &orgID, &personID, &expires, &caseID, &scope)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoSession
 	}
 	if err != nil {
 		return nil, err
 	}
-	sess := &Session{Pending: !accountID.Valid, CaseID: caseID, ExpiresAt: time.UnixMilli(expires)}
+	sess := &Session{Pending: !accountID.Valid, CaseID: caseID, Scope: Scope(scope), ExpiresAt: time.UnixMilli(expires)}
 	if accountID.Valid {
 		if sess.Account, err = s.account(ctx, q, accountID.Int64); err != nil {
 			return nil, err
@@ -261,8 +327,22 @@ FROM sessions WHERE token_hash = ? AND expires_at > ?`),
 			return nil, err
 		}
 	}
+	if a := sess.Account; a != nil && a.Role == RoleMember && sess.Scope != ScopeMember {
+		a.asKnownBy(sess.Person)
+	}
 	sess.ConfirmLink = sess.Account != nil && sess.Employee != nil && sess.Employee.AccountID != sess.Account.ID
 	return sess, nil
+}
+
+// asKnownBy gives a member account the name and e-mail of one organization's record of the
+// member, or none without a record. The account's own came from the record of the clinic
+// whose link made it: a session or a code of another clinic's link shows the holder as that
+// clinic knows them, never by what another clinic's record says.
+func (a *Account) asKnownBy(p *Person) {
+	a.DisplayName, a.Email = "", ""
+	if p != nil {
+		a.DisplayName, a.Email = p.Name(), p.Email
+	}
 }
 
 func (s *Store) account(ctx context.Context, q queryer, id int64) (*Account, error) {

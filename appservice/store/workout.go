@@ -341,26 +341,48 @@ func (s *Store) accountMember(ctx context.Context, memberAccountID int64) (int64
 	return member.Int64, err
 }
 
-// memberPlans is the condition on w for the plans made for member: for any of its records,
-// in every organization.
+// memberPlans is the condition on w for the plans made for a member: for any of its
+// records, in every organization.
 const memberPlans = `w.is_template = 0 AND w.person_id IN (SELECT id FROM persons WHERE member_id = ?)`
 
-// MemberWorkouts lists the workout plans every organization made for a member account's
-// human, most recently changed first; each plan's Person is its organization's record and
-// OrganizationName its organization's name.
-func (s *Store) MemberWorkouts(ctx context.Context, memberAccountID int64) ([]Workout, error) {
-	member, err := s.accountMember(ctx, memberAccountID)
-	if err != nil {
-		return nil, err
+// sessionPlans is the condition on w, and its arguments, for the plans a member's session
+// sees: the member's plans of the session's organization, or with ScopeMember of every
+// organization. Any other session, and a retired member account (migration 0005), is
+// ErrNotFound.
+func (s *Store) sessionPlans(ctx context.Context, sess *Session) (string, []any, error) {
+	if sess == nil || sess.Account == nil || sess.Account.Role != RoleMember {
+		return "", nil, ErrNotFound
 	}
-	return s.workoutRows(ctx, s.db, memberPlans+` ORDER BY w.updated_at DESC, w.id DESC`, member)
+	member, err := s.accountMember(ctx, sess.Account.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	switch {
+	case sess.Scope == ScopeMember:
+		return memberPlans, []any{member}, nil
+	case sess.Organization != nil:
+		return memberPlans + ` AND w.organization_id = ?`, []any{member, sess.Organization.ID}, nil
+	}
+	return "", nil, ErrNotFound
 }
 
-// MemberWorkout returns a workout plan an organization made for a member account's human.
-func (s *Store) MemberWorkout(ctx context.Context, memberAccountID, id int64) (*Workout, error) {
-	member, err := s.accountMember(ctx, memberAccountID)
+// MemberWorkouts lists the workout plans a member's session sees (sessionPlans), most
+// recently changed first; each plan's Person is its organization's record and
+// OrganizationName its organization's name.
+func (s *Store) MemberWorkouts(ctx context.Context, sess *Session) ([]Workout, error) {
+	where, args, err := s.sessionPlans(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	return s.oneWorkout(ctx, s.db, memberPlans+` AND w.id = ?`, member, id)
+	return s.workoutRows(ctx, s.db, where+` ORDER BY w.updated_at DESC, w.id DESC`, args...)
+}
+
+// MemberWorkout returns a workout plan a member's session sees (sessionPlans); another is
+// ErrNotFound.
+func (s *Store) MemberWorkout(ctx context.Context, sess *Session, id int64) (*Workout, error) {
+	where, args, err := s.sessionPlans(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	return s.oneWorkout(ctx, s.db, where+` AND w.id = ?`, append(args, id)...)
 }

@@ -202,8 +202,9 @@ func TestWorkoutRollsBack(t *testing.T) {
 	}
 }
 
-// TestMemberWorkouts: a member sees the plans made for their person in every organization,
-// and nobody else's.
+// TestMemberWorkouts: a member's session sees the plans made for the member's records, and
+// nobody else's: a link's session those of the link's organization, a national eID
+// session those of every organization.
 func TestMemberWorkouts(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -217,21 +218,36 @@ func TestMemberWorkouts(t *testing.T) {
 			wo, _ := s.CreateWorkout(ctx, other.OrganizationID, 0, other.PersonID, 0, "Someone else's")
 			s.CreateWorkout(ctx, a.OrganizationID, 0, 0, 0, "A template")
 
-			got, err := s.MemberWorkouts(ctx, a.AccountID)
+			eid := eidSession(t, s, a.AccountID)
+			got, err := s.MemberWorkouts(ctx, eid)
 			if err != nil || len(got) != 2 || got[0].ID != wb.ID || got[1].ID != wa.ID {
-				t.Errorf("MemberWorkouts = %+v, %v, want the two plans of both clinics", got, err)
+				t.Errorf("MemberWorkouts(eID session) = %+v, %v, want the two plans of both clinics", got, err)
 			}
-			if w, err := s.MemberWorkout(ctx, a.AccountID, wb.ID); err != nil || w.Title != "From clinic two" {
-				t.Errorf("MemberWorkout(own) = %+v, %v", w, err)
+			if w, err := s.MemberWorkout(ctx, eid, wb.ID); err != nil || w.Title != "From clinic two" {
+				t.Errorf("MemberWorkout(eID session, own) = %+v, %v", w, err)
 			}
-			if _, err := s.MemberWorkout(ctx, a.AccountID, wo.ID); !errors.Is(err, ErrNotFound) {
+			if _, err := s.MemberWorkout(ctx, eid, wo.ID); !errors.Is(err, ErrNotFound) {
 				t.Errorf("MemberWorkout(someone else's) = %v, want ErrNotFound", err)
+			}
+			link := linkSession(t, s, a)
+			if got, err := s.MemberWorkouts(ctx, link); err != nil || len(got) != 1 || got[0].ID != wa.ID {
+				t.Errorf("MemberWorkouts(org1's link session) = %+v, %v, want org1's plan only", got, err)
+			}
+			if _, err := s.MemberWorkout(ctx, link, wb.ID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("MemberWorkout(org1's link session, org2's plan) = %v, want ErrNotFound", err)
 			}
 			var instructor int64
 			s.EnsureInstructor(ctx, "coach", "", "Coach", "pw")
 			queryRow(t, s, "SELECT id FROM accounts WHERE username = 'coach'", nil, &instructor)
-			if _, err := s.MemberWorkouts(ctx, instructor); !errors.Is(err, ErrNotFound) {
-				t.Errorf("MemberWorkouts(instructor) = %v, want ErrNotFound", err)
+			if _, err := s.NationalEIDSignIn(ctx, instructor); !errors.Is(err, ErrNotFound) {
+				t.Errorf("NationalEIDSignIn(instructor) = %v, want ErrNotFound", err)
+			}
+			in, err := s.SignIn(ctx, "coach", "pw", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.MemberWorkouts(ctx, in.Session); !errors.Is(err, ErrNotFound) {
+				t.Errorf("MemberWorkouts(instructor's session) = %v, want ErrNotFound", err)
 			}
 		})
 	}

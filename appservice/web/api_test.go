@@ -446,7 +446,7 @@ func (w *apiWorld) testRoute(t *testing.T, c apiCase) {
 	})
 }
 
-// TestAPIMember: a Go member reads the plans made for them, in any organization, and
+// TestAPIMember: a Go member reads the plans made for them in the link's organization, and
 // nothing else: another person's plan is not found, not forbidden.
 func TestAPIMember(t *testing.T) {
 	for _, db := range databases {
@@ -479,6 +479,73 @@ func TestAPIMember(t *testing.T) {
 			st := m.status()
 			if st["role"] != "member" || st["signedIn"] != true {
 				t.Errorf("member status = %v", st)
+			}
+		})
+	}
+}
+
+// TestAPIGoLinkSeesItsOrganizationsPlans is issue 34's finding through the handler: clinic
+// B's Go link with its own contact id and clinic A's patient's ssn in another spelling.
+// B's session reads B's plans only: A's plan, its notes and instructor, and A's record's
+// name, are not in any answer, and A's plan id is not found. A's own Go link reads A's.
+func TestAPIGoLinkSeesItsOrganizationsPlans(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) {
+			dsn, _, _ := db.open(t)
+			f := newFixtureOn(t, "http://localhost:8080", dsn, nil)
+			ctx := context.Background()
+			const ssn = "01019012345"
+			kariAtA := &linkspec.Payload{OrganizationID: "org-a", OrganizationName: "Clinic A",
+				Contact: &linkspec.Contact{ID: "contact-1", SSN: ssn, Firstname: "Kari", Lastname: "Nordmann", Email: "kari@a.example"}}
+			a, err := f.st.ResolveLink(ctx, store.Link{Partner: "demo", Endpoint: "url", RequestID: "a-1", Kind: linkspec.KindGo, Payload: kariAtA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			coach, _, err := f.st.InstructorHome(ctx, "instructor")
+			if err != nil {
+				t.Fatal(err)
+			}
+			planA, err := f.st.CreateWorkout(ctx, a.OrganizationID, coach, a.PersonID, 0, "Knee plan from A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.UpdateWorkout(ctx, a.OrganizationID, planA.ID, planA.Title, "Notes only clinic A wrote", nil); err != nil {
+				t.Fatal(err)
+			}
+			planAID := strconv.FormatInt(planA.ID, 10)
+
+			kariAtB := &linkspec.Payload{OrganizationID: "org-b", OrganizationName: "Clinic B",
+				Contact: &linkspec.Contact{ID: "c-999", SSN: ssn[:6] + " " + ssn[6:], Firstname: "Kari", Lastname: "Berg", Email: "kari@b.example"}}
+			mb := newBrowser(t, f.h)
+			if res := mb.login(f.link(t, kariAtB, "go")); res.Header.Get("Location") != "/go" {
+				t.Fatalf("B's Go login → %q, want /go", res.Header.Get("Location"))
+			}
+			m := &apiClient{browser: mb}
+			st := m.status()
+			if acct, _ := st["account"].(map[string]any); acct["displayName"] != "Kari Berg" {
+				t.Errorf("B's Go session status account = %v, want B's record's name Kari Berg", st["account"])
+			}
+			_, shell := mb.get("/go")
+			_, list := m.call(http.MethodGet, "/app/api/me/workouts", "")
+			res, one := m.call(http.MethodGet, "/app/api/workouts/"+planAID, "")
+			problemOf(t, res, one, http.StatusNotFound, "not_found")
+			for what, answer := range map[string]string{"GET /go": shell, "GET /app/api/me/workouts": string(list)} {
+				for _, of := range []string{"Knee plan from A", "Notes only clinic A wrote", "Demo Instructor", "Nordmann", "kari@a.example"} {
+					if strings.Contains(answer, of) {
+						t.Errorf("%s in B's Go session shows clinic A's %q", what, of)
+					}
+				}
+			}
+
+			ab := newBrowser(t, f.h)
+			kariAtA.Contact.Email = "kari@a.example"
+			if res := ab.login(f.link(t, kariAtA, "go")); res.Header.Get("Location") != "/go" {
+				t.Fatalf("A's Go login → %q, want /go", res.Header.Get("Location"))
+			}
+			ma := &apiClient{browser: ab}
+			ma.status()
+			if res, b := ma.call(http.MethodGet, "/app/api/workouts/"+planAID, ""); res.StatusCode != http.StatusOK || !strings.Contains(string(b), "Notes only clinic A wrote") {
+				t.Errorf("A's Go session GET its plan = %d %s, want 200 with A's notes", res.StatusCode, b)
 			}
 		})
 	}

@@ -208,7 +208,7 @@ func parseFrom(v string) (time.Time, error) {
 }
 
 // apiWorkout answers an instructor a plan or template of the organization, a member a plan
-// made for them (from any organization).
+// made for them that the session sees: the link's organization's (store.Scope).
 func (h *Handler) apiWorkout(r *apiRequest) (int, any, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
@@ -216,7 +216,7 @@ func (h *Handler) apiWorkout(r *apiRequest) (int, any, error) {
 	}
 	var w *store.Workout
 	if r.s.Account.Role == store.RoleMember {
-		w, err = h.cfg.Store.MemberWorkout(r.Context(), r.s.Account.ID, id)
+		w, err = h.cfg.Store.MemberWorkout(r.Context(), r.s, id)
 	} else {
 		w, err = h.cfg.Store.Workout(r.Context(), r.org(), id)
 	}
@@ -227,7 +227,7 @@ func (h *Handler) apiWorkout(r *apiRequest) (int, any, error) {
 }
 
 func (h *Handler) apiMyWorkouts(r *apiRequest) (int, any, error) {
-	ws, err := h.cfg.Store.MemberWorkouts(r.Context(), r.s.Account.ID)
+	ws, err := h.cfg.Store.MemberWorkouts(r.Context(), r.s)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -36,8 +36,10 @@ type Parsed struct {
 	// Commands are the arguments' commands in the order they are applied.
 	Commands []command.Command
 	// Culture is the value of culture=: the language of the window when this start opens
-	// it, as the Culture setting (a running window keeps its language).
+	// it, instead of the Culture setting (a running window keeps its language).
 	Culture string
+	// SignOn is the value of signon=: the external user this start signs on as (B-SSO).
+	SignOn string
 	// Warnings name what was ignored: unknown keys, stray arguments, an incomplete contact,
 	// a date of birth that reads in no format, tab. They never quote a value.
 	Warnings []string
@@ -61,13 +63,13 @@ var contactKeys = []string{"email", "mobile", "address", "phonehome", "phonework
 // that no command accepts is an error naming its key, and then nothing runs.
 func Parse(args []string, shortDate string) (Parsed, error) {
 	var p Parsed
+	xml, xmlPath := XMLArg(args)
+	p.XMLPath = xmlPath
 	values := map[string]string{}
 	for i, arg := range args {
 		key, value, ok := Pair(arg)
 		if !ok {
-			if p.XMLPath == "" && IsXMLPath(arg) {
-				p.XMLPath = absolute(arg)
-			} else {
+			if i != xml {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("argument %d is not key=value: ignored", i+1))
 			}
 			continue
@@ -83,6 +85,7 @@ func Parse(args []string, shortDate string) (Parsed, error) {
 	}
 	p.Provider = values["provider"]
 	p.Culture = values["culture"]
+	p.SignOn = values["signon"]
 	if values["tab"] != "" {
 		// The original chose a tab of its own window; the web application has views
 		// instead, which the other arguments open (queryexercises, queryworkouts, openworkout).
@@ -186,26 +189,21 @@ func IsXMLPath(arg string) bool {
 	return len(arg) > len(".xml") && strings.EqualFold(filepath.Ext(arg), ".xml")
 }
 
-// ForForwarding returns args with the input.xml path, if any, made absolute: a second
-// start hands its arguments to the running instance, whose working folder differs.
-func ForForwarding(args []string) []string {
-	out := slices.Clone(args)
-	for i, a := range out {
-		if IsXMLPath(a) {
-			out[i] = absolute(a)
-			break
-		}
+// XMLArg finds the input.xml of a command line: the first argument that names an .xml
+// file (IsXMLPath), in any position, as the original took it. It returns its index and
+// its path made absolute, since a second start hands its arguments to the running
+// instance, whose working folder differs; -1 and "" when no argument names one. A path
+// stays as it is when the working folder is gone (reading it then fails with a clear
+// error).
+func XMLArg(args []string) (index int, path string) {
+	i := slices.IndexFunc(args, IsXMLPath)
+	if i < 0 {
+		return -1, ""
 	}
-	return out
-}
-
-// absolute makes path absolute, or leaves it as it is when the working folder is gone
-// (reading it will then fail with a clear error).
-func absolute(path string) string {
-	if abs, err := filepath.Abs(path); err == nil {
-		return abs
+	if abs, err := filepath.Abs(args[i]); err == nil {
+		return i, abs
 	}
-	return path
+	return i, args[i]
 }
 
 // Pair splits key=value. The key must be letters only, so that a path such as

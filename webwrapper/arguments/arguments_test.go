@@ -143,16 +143,26 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestForForwarding(t *testing.T) {
+func TestXMLArg(t *testing.T) {
 	abs, _ := filepath.Abs("in.xml")
-	for _, tt := range []struct{ args, want []string }{
-		{[]string{"in.xml", "x=y"}, []string{abs, "x=y"}},
-		{[]string{"id=1", "in.xml"}, []string{"id=1", abs}},
-		{[]string{"provider=x", "stray", "in.xml", "other.xml"}, []string{"provider=x", "stray", abs, "other.xml"}},
-		{nil, nil},
+	for _, tt := range []struct {
+		args  []string
+		index int
+		path  string
+	}{
+		{[]string{"in.xml", "x=y"}, 0, abs},
+		{[]string{"id=1", "in.xml"}, 1, abs},
+		{[]string{"provider=x", "stray", "in.xml", "other.xml"}, 2, abs},
+		{[]string{`C:\a=b\in.xml`}, 0, ""},
+		{[]string{"x=in.xml"}, -1, ""},
+		{nil, -1, ""},
 	} {
-		if got := ForForwarding(tt.args); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ForForwarding(%q) = %q, want %q", tt.args, got, tt.want)
+		i, path := XMLArg(tt.args)
+		if tt.path == "" && i >= 0 {
+			tt.path = path // the platform's absolute form of a Windows path; only the index counts
+		}
+		if i != tt.index || path != tt.path || (i >= 0 && !filepath.IsAbs(path)) {
+			t.Errorf("XMLArg(%q) = %d, %q; want %d, %q", tt.args, i, path, tt.index, tt.path)
 		}
 	}
 }
@@ -191,6 +201,9 @@ func TestParseOriginalKeys(t *testing.T) {
 	}
 	if p.Culture != "nb-NO" {
 		t.Errorf("Culture = %q, want nb-NO", p.Culture)
+	}
+	if p, _ := Parse([]string{`signon=CLINIC\asa`}, ""); p.SignOn != `CLINIC\asa` {
+		t.Errorf("SignOn = %q, want CLINIC\\asa", p.SignOn)
 	}
 	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, `"tab" ignored`) || strings.Contains(w, "unknown") {
 		t.Errorf("warnings = %q, want tab ignored and no unknown key", p.Warnings)

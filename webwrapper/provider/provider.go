@@ -22,11 +22,39 @@ const (
 	Default   = XML
 )
 
-// Provider turns one command line (without the program name, provider= included) into
-// commands, in the order they are to run, and warnings about what it ignored. An error
-// means nothing is to run.
+// Provider reads one command line (without the program name, provider= included): what
+// it asks of the start and its commands. The program takes from a start only what its
+// provider returns, so that what a protocol honours is decided in one place.
 type Provider interface {
-	Commands(args []string) (cmds []command.Command, warnings []string, err error)
+	// Read reads args. It runs nothing and reads no file: a second start reads its
+	// command line too, only to hand it over. An error (a value no command accepts) means
+	// nothing of the command line counts, neither its options nor its commands.
+	Read(args []string) (Start, error)
+}
+
+// Start is one command line as its provider reads it.
+type Start struct {
+	// Culture is the window's language when this start opens the window (culture=),
+	// instead of the Culture setting; "" keeps the setting. A running window keeps its
+	// language.
+	Culture string
+	// SignOn is the external user this start signs on as (signon=, B-SSO): the window's
+	// kept session and the directory sign-in's login hint are that user's; "" for none,
+	// upon which the operating-system user counts with SignonWithWindowsUser.
+	SignOn string
+	// XMLPath is the input.xml this start names (B-XML), made absolute; "" for none.
+	XMLPath string
+	// Args is the command line as the running instance is to read it when this is a
+	// second start: XMLPath in place of the path as given, since the running instance's
+	// working folder differs.
+	Args []string
+	// Warnings name what the provider ignored; never a value.
+	Warnings []string
+	// Commands returns the commands in the order they are to run, and warnings about
+	// what they left out; nil has none. The XML provider reads input.xml here (and
+	// deletes it, as its delete attribute says), so the running instance calls it once,
+	// with its window open. An error means none of them runs; the options still count.
+	Commands func() (cmds []command.Command, warnings []string, err error)
 }
 
 var (

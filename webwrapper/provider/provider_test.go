@@ -3,6 +3,7 @@ package provider
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestLookup(t *testing.T) {
 
 type fake struct{}
 
-func (fake) Commands([]string) ([]command.Command, []string, error) { return nil, nil, nil }
+func (fake) Read([]string) (Start, error) { return Start{}, nil }
 
 func TestRegister(t *testing.T) {
 	Register("Example.Provider, Example", fake{})
@@ -88,46 +89,78 @@ func TestForArgs(t *testing.T) {
 	}
 }
 
+// commands runs a start's Commands, as the running instance does.
+func commands(t *testing.T, s Start) ([]command.Command, []string, error) {
+	t.Helper()
+	if s.Commands == nil {
+		return nil, nil, nil
+	}
+	return s.Commands()
+}
+
+// The XML provider honours the file and culture=, as the original did, and ignores
+// signon=: the original's XML provider named no sign-on user. Reading the start touches
+// no file; its commands read the file and delete it.
 func TestXMLProvider(t *testing.T) {
-	path := filepath.Join(wintest.TempDir(t), "input.xml")
+	dir := wintest.TempDir(t)
+	t.Chdir(dir)
+	path := filepath.Join(dir, "input.xml")
 	doc := `<exorinput exercisequery="knee"><source_customerno>1</source_customerno><firstname>A</firstname>` +
 		`<lastname>B</lastname><born>1950-07-01</born></exorinput>`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The file after the provider argument, as an EHR writes the command line.
-	cmds, warnings, err := xmlProvider{}.Commands([]string{"provider=" + XML, "signon=x", "stray", path})
+	// The file after the provider argument, as an EHR writes the command line, and by a
+	// path relative to the working folder.
+	args := []string{"provider=" + XML, "signon=x", "culture=sv-SE", "stray", "input.xml"}
+	s, err := xmlProvider{}.Read(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Start{Culture: "sv-SE", XMLPath: path, Args: []string{"provider=" + XML, "signon=x", "culture=sv-SE", "stray", path}}
+	if s.Culture != want.Culture || s.SignOn != "" || s.XMLPath != want.XMLPath || !slices.Equal(s.Args, want.Args) {
+		t.Errorf("Read(%q) = culture %q, signon %q, path %q, args %q; want %q, \"\", %q, %q",
+			args, s.Culture, s.SignOn, s.XMLPath, s.Args, want.Culture, want.XMLPath, want.Args)
+	}
+	if len(s.Warnings) != 2 || !strings.Contains(s.Warnings[0], `argument "signon" ignored`) || !strings.Contains(s.Warnings[1], "argument 4") {
+		t.Errorf("warnings = %q, want signon and argument 4 ignored", s.Warnings)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("after Read the file is gone (%v), want it untouched until the commands are read", err)
+	}
+	cmds, _, err := commands(t, s)
 	if err != nil || len(cmds) != 2 || cmds[0].Name != command.SelectPerson || cmds[1].Name != command.QueryExercises {
 		t.Fatalf("Commands = %v, %v; want selectperson and queryexercises", cmds, err)
 	}
-	if len(warnings) != 2 || !strings.Contains(warnings[0], `argument "signon" ignored`) || !strings.Contains(warnings[1], "argument 3") {
-		t.Fatalf("warnings = %q", warnings)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("after the commands the file is still there (%v), want it deleted", err)
 	}
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
+	if cmds, _, err := commands(t, s); err == nil {
+		t.Fatalf("Commands of a deleted file = %v, want an error", cmds)
 	}
-	if cmds, _, err := (xmlProvider{}).Commands([]string{path}); err != nil || len(cmds) != 2 {
-		t.Fatalf("Commands(path first) = %v, %v; want two commands", cmds, err)
-	}
-	if cmds, _, err := (xmlProvider{}).Commands(nil); cmds != nil || err != nil {
-		t.Fatalf("Commands(no file) = %v, %v; want nothing", cmds, err)
-	}
-	if _, _, err := (xmlProvider{}).Commands([]string{path}); err == nil {
-		t.Fatal("Commands(deleted file) succeeded")
+	if s, err := (xmlProvider{}).Read(nil); err != nil || s.Commands != nil || s.XMLPath != "" {
+		t.Fatalf("Read(no file) = %+v, %v; want no commands", s, err)
 	}
 }
 
+// The Arguments provider honours culture= and signon=, and ignores an .xml file.
 func TestArgumentsProvider(t *testing.T) {
 	wintest.ShortDate(t, "nb_NO.UTF-8", "dd.MM.yyyy")
-	cmds, warnings, err := argumentsProvider{}.Commands([]string{"input.xml", "provider=" + Arguments, "id=1", "firstname=A",
-		"lastname=B", "dateofbirth=01.07.1950"})
-	if err != nil || len(cmds) != 1 || cmds[0].Args["dateofbirth"] != "1950-07-01" {
-		t.Fatalf("Commands = %v, %v; want selectperson born 1950-07-01", cmds, err)
+	args := []string{"input.xml", "provider=" + Arguments, "id=1", "firstname=A", "lastname=B", "dateofbirth=01.07.1950",
+		"culture=nb-NO", `signon=CLINIC\asa`}
+	s, err := argumentsProvider{}.Read(args)
+	if err != nil || s.Culture != "nb-NO" || s.SignOn != `CLINIC\asa` || s.XMLPath != "" || !slices.Equal(s.Args, args) {
+		t.Fatalf("Read = %+v, %v; want culture nb-NO, signon CLINIC\\asa, no file, the arguments as given", s, err)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "an .xml file argument is ignored") {
-		t.Fatalf("warnings = %q", warnings)
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "an .xml file argument is ignored") {
+		t.Fatalf("warnings = %q", s.Warnings)
 	}
-	if _, _, err := (argumentsProvider{}).Commands([]string{"openworkout=x"}); err == nil {
-		t.Fatal("Commands(openworkout=x) succeeded")
+	cmds, _, err := commands(t, s)
+	if err != nil || len(cmds) != 2 || cmds[0].Name != command.SignOn || cmds[1].Args["dateofbirth"] != "1950-07-01" {
+		t.Fatalf("Commands = %v, %v; want signon, then selectperson born 1950-07-01", cmds, err)
+	}
+	// A value no command accepts: nothing of the command line counts.
+	if s, err := (argumentsProvider{}).Read([]string{"openworkout=x", "culture=nb-NO"}); err == nil || s.Culture != "" || s.Commands != nil {
+		t.Fatalf("Read(openworkout=x) = %+v, %v; want an error and nothing", s, err)
 	}
 }

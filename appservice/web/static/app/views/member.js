@@ -1,8 +1,8 @@
-// The member's (Go) views: the plans their instructors made for them, from every
-// organization (/go), and one plan with each exercise's instructions (/go/workouts/{id}).
-// Each plan names its clinic, and the person as that clinic's record names them: clinics
-// keep their own records, so one member may be "Kari Berg" at one and "Kari Nordmann" at
-// another.
+// The member's (Go) views: the plans their instructors made for them that the session sees,
+// the link's clinic's (every clinic's after a national eID sign-in) (/go), and one plan
+// with each exercise's instructions (/go/workouts/{id}). Each plan names its clinic, and
+// the person as that clinic's record names them: clinics keep their own records, so one
+// member may be "Kari Berg" at one and "Kari Nordmann" at another.
 
 import { h, dose, paragraphs, formatDate, exerciseCount } from "../dom.js";
 import { api } from "../api.js";

@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 // trayHost tells whether a tray can be shown: the Windows taskbar always has one.
 func trayHost() error { return nil }

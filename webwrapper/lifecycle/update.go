@@ -1,0 +1,34 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/partnergate/partnergate/webwrapper/app"
+	"github.com/partnergate/partnergate/webwrapper/config"
+	"github.com/partnergate/partnergate/webwrapper/update"
+)
+
+// checkUpdate looks for a newer wrapper without delaying anything and shows the download
+// link in the page's notice banner (VER-3).
+func (w *wrapper) checkUpdate(ctx context.Context, a *app.App) {
+	if !w.cfg.Bool(config.CheckForUpdates) {
+		return
+	}
+	feed := update.FeedURL(w.cfg.String(config.UpdateSite), w.cfg.String(config.UpdatePath))
+	r := <-update.Start(ctx, http.DefaultClient, feed, w.o.Version, 30*time.Second)
+	if r.Err != nil {
+		w.log.Info("update check", "error", r.Err)
+		return
+	}
+	w.log.Info("update check", "offered", r.Release.Version, "newer", r.Newer)
+	if !r.Newer {
+		return
+	}
+	text := fmt.Sprintf("Version %s of the desktop wrapper is available.", r.Release.Version)
+	if err := a.Notice(ctx, text, r.Release.URL); err != nil {
+		w.log.Warn("showing the update notice", "error", err)
+	}
+}

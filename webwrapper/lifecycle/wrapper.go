@@ -1,0 +1,250 @@
+package lifecycle
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/partnergate/partnergate/webwrapper/app"
+	"github.com/partnergate/partnergate/webwrapper/config"
+	"github.com/partnergate/partnergate/webwrapper/engine"
+	"github.com/partnergate/partnergate/webwrapper/instance"
+	"github.com/partnergate/partnergate/webwrapper/pipe"
+	"github.com/partnergate/partnergate/webwrapper/provider"
+	"github.com/partnergate/partnergate/webwrapper/signon"
+)
+
+// wrapper is the running (primary) instance.
+type wrapper struct {
+	cfg  *config.Config
+	o    Options
+	dir  string // the instance folder: lock, profile
+	log  *slog.Logger
+	logs *logs
+
+	mu     sync.Mutex
+	bounds engine.Bounds // the window's last known bounds, saved at exit
+	max    bool
+	known  bool
+}
+
+func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.Instance) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts, external, signOutURL := w.startOptions(start)
+	eng, err := w.openWindow(ctx, opts)
+	if err != nil {
+		w.log.Error("starting the browser", "error", err)
+		return ExitFailed
+	}
+	a := app.New(eng, app.Options{
+		Version:        w.o.Version,
+		MinimizeOnExit: w.cfg.Bool(config.MinimizeOnExit),
+		Relaunch:       func(ctx context.Context) (engine.Engine, error) { return w.openWindow(ctx, w.reopenOptions(opts)) },
+		Links:          w.links(),
+		External:       external,
+		SignOutURL:     signOutURL,
+		Logger:         w.log,
+		EnableLog:      w.logs.enable,
+	})
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); a.Run(ctx) }()
+
+	srv, err := pipe.Listen(os.Getpid())
+	if err != nil {
+		w.log.Error("opening the pipe", "error", err)
+		cancel()
+		<-runDone
+		w.shutdown(a)
+		return ExitFailed
+	}
+	pctx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(pctx, a.Do) }()
+	w.log.Info("pipe open", "path", srv.Path())
+
+	go w.apply(ctx, a, start)
+	go func() {
+		for args := range inst.Args() {
+			w.applyLater(ctx, a, args)
+		}
+	}()
+	go w.checkUpdate(ctx, a)
+	go w.trackBounds(ctx, a)
+	stopTray := startTray(ctx, a, w.log)
+
+	select {
+	case <-runDone:
+	case <-ctx.Done():
+		<-runDone
+	}
+	stopTray()
+	// Run has returned, so no command is running: the pipe's last replies (close's) are
+	// written before Serve returns.
+	stopPipe()
+	if err := <-served; err != nil {
+		w.log.Warn("pipe", "error", err)
+	}
+	w.shutdown(a)
+	return ExitOK
+}
+
+// read logs what the provider ignored of a start's command line, and its refusal; it
+// reports whether the start counts.
+func (w *wrapper) read(s provider.Start, err error) bool {
+	for _, m := range s.Warnings {
+		w.log.Warn("arguments", "warning", m)
+	}
+	if err != nil {
+		w.log.Error("arguments: nothing runs", "error", err)
+		return false
+	}
+	return true
+}
+
+// applyLater applies the command line of a later start, read by the provider it names
+// (or the configured one), exactly as the first start's.
+func (w *wrapper) applyLater(ctx context.Context, a *app.App, args []string) {
+	p, err := provider.ForArgs(args, w.cfg.String(config.ProtocolProvider))
+	if err != nil {
+		w.log.Warn("arguments of another start", "error", err)
+		return
+	}
+	if s, err := p.Read(args); w.read(s, err) {
+		w.apply(ctx, a, s)
+	}
+}
+
+// apply queues a start's commands in order. Commands that fail to be read run nothing.
+func (w *wrapper) apply(ctx context.Context, a *app.App, s provider.Start) {
+	if s.Commands == nil {
+		return
+	}
+	cmds, warnings, err := s.Commands()
+	for _, m := range warnings {
+		w.log.Warn("arguments", "warning", m)
+	}
+	if err != nil {
+		w.log.Error("arguments: nothing runs", "error", err)
+		return
+	}
+	for _, c := range cmds {
+		if _, _, err := a.Do(ctx, c); err != nil {
+			w.log.Warn("command failed", "command", string(c.Name), "error", err)
+		}
+	}
+}
+
+// startOptions are the first window's options for start, the external user it signs on
+// as, and where the window signs out ("" for the page's own sign-out): the settings',
+// with what start's provider read of its command line.
+func (w *wrapper) startOptions(start provider.Start) (opts engine.Options, external, signOutURL string) {
+	opts, warning := w.engineOptions()
+	if warning != "" {
+		w.log.Warn(warning)
+	}
+	external = w.external(start)
+	opts.SessionKey = sessionKey(external)
+	if start.Culture != "" {
+		opts.Language = start.Culture // the culture of the start that opens the window
+	}
+	if adfs := strings.TrimSpace(w.cfg.String(config.AdfsUrl)); adfs != "" && w.o.AppURL == "" {
+		// Directory sign-in: the window starts at the directory's sign-in with the
+		// external user as its signon (the provider's login hint), and signs out there.
+		opts.URL, signOutURL = adfsURL(adfs, "signon", external), adfsURL(adfs, "signout", "1")
+	}
+	opts.URL = cultureURL(opts.URL, opts.Language)
+	return opts, external, signOutURL
+}
+
+// engineOptions are the window's options from the settings and the program's options.
+func (w *wrapper) engineOptions() (engine.Options, string) {
+	e, warning := w.cfg.Engine()
+	o := engine.Options{
+		URL:        w.cfg.String(config.AppUrl),
+		ProfileDir: filepath.Join(w.dir, "profile"),
+		Maximized:  w.cfg.Bool(config.Maximized),
+		Zoom:       w.cfg.Zoom(),
+		Language:   w.cfg.String(config.Culture),
+		Debug:      w.cfg.Bool(config.Debug),
+		Browser:    w.o.Browser,
+		PreferEdge: e == config.WebViewBrowser,
+		ExtraFlags: w.o.BrowserFlags,
+		// The single sign-on keeps the session of the window's profile across relaunches.
+		KeepSession: w.cfg.Bool(config.RememberLoggedInUser) || w.cfg.Bool(config.SignonWithWindowsUser),
+	}
+	if w.o.AppURL != "" {
+		o.URL = w.o.AppURL
+	}
+	if w.o.Profile != "" {
+		o.ProfileDir = w.o.Profile
+	}
+	left, okL := w.cfg.Int(config.Left)
+	top, okT := w.cfg.Int(config.Top)
+	width, okW := w.cfg.Int(config.Width)
+	height, okH := w.cfg.Int(config.Height)
+	if okL && okT && okW && okH && width > 0 && height > 0 {
+		o.Bounds = engine.Bounds{Left: left, Top: top, Width: width, Height: height}
+	}
+	return o, warning
+}
+
+// reopenOptions opens the window again where it was, on the page it started with: the
+// profile keeps the session.
+func (w *wrapper) reopenOptions(o engine.Options) engine.Options {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.known {
+		o.Bounds, o.Maximized = w.bounds, w.max
+	}
+	return o
+}
+
+func (w *wrapper) openWindow(ctx context.Context, o engine.Options) (engine.Engine, error) {
+	eng := engine.NewChrome()
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := eng.Start(sctx, o); err != nil {
+		return nil, err
+	}
+	return eng, nil
+}
+
+// links are the single sign-on links beside user.config; RememberLoggedInUser off
+// removes them.
+func (w *wrapper) links() *signon.Store {
+	path, err := config.UserPath(vendor, product)
+	if err != nil {
+		return nil
+	}
+	s := signon.Open(filepath.Join(filepath.Dir(path), signon.FileName))
+	if !w.cfg.Bool(config.RememberLoggedInUser) {
+		if err := s.Clear(); err != nil {
+			w.log.Warn("removing the sign-on links", "error", err)
+		}
+		return nil
+	}
+	return s
+}
+
+// external is the external user the start signs on as: its provider's signon, else the
+// operating-system user with SignonWithWindowsUser, else none.
+func (w *wrapper) external(s provider.Start) string {
+	if u := strings.TrimSpace(s.SignOn); u != "" {
+		return u
+	}
+	if !w.cfg.Bool(config.SignonWithWindowsUser) {
+		return ""
+	}
+	u, err := user.Current()
+	if err != nil {
+		w.log.Warn("finding the operating-system user", "error", err)
+		return ""
+	}
+	return u.Username
+}
