@@ -3,11 +3,12 @@
 // configuration promises beyond the jwt_partner handler: no query string in any log line,
 // a clear answer for a Host it does not serve, server timeouts that end a request whose
 // body never comes, and no request trailer passed to the app service (probe findings 6, 10,
-// 12 and 9 of issue 13).
+// 12 and 9 of issue 13), and the desktop wrapper's download and update site (issue 35).
 package example
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,8 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/harness/browser"
 	"github.com/partnergate/partnergate/webwrapper/site"
+	"github.com/partnergate/partnergate/webwrapper/update"
 )
 
 // exampleFile, when set, is run instead of the repository's Caddyfile.example: to show
@@ -81,6 +86,21 @@ func startExample(t *testing.T) *example {
 		Env:       []string{"PARTNERGATE_UPSTREAM_SECRET=example-test-upstream-secret-0123456789abcdef"},
 	})
 	return &example{Caddy: c, up: up, host: "localhost:" + strconv.Itoa(c.Port), site: site}
+}
+
+// publish makes the desktop wrapper's site of a build of version in the example's site
+// folder, as scripts/build-windows.sh does; the installer is a stand-in, "an installer".
+func (e *example) publish(t *testing.T, version string) update.Release {
+	t.Helper()
+	msi := filepath.Join(t.TempDir(), "built.msi")
+	if err := os.WriteFile(msi, []byte("an installer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := site.Write(e.site, msi, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // get sends GET path with the site's Host and the given extra headers.
@@ -372,14 +392,7 @@ func TestExampleHealthz(t *testing.T) {
 // copied in), and a missing file is the gateway's 404, never the app service's.
 func TestExampleWebwrapperSite(t *testing.T) {
 	e := startExample(t)
-	msi := filepath.Join(t.TempDir(), "built.msi")
-	if err := os.WriteFile(msi, []byte("an installer"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := site.Write(e.site, msi, "2.1.5.9")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := e.publish(t, "2.1.5.9")
 	if err := os.WriteFile(filepath.Join(e.site, ".stable.json.new"), []byte(`{"version":"9.9.9.9"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +430,57 @@ func TestExampleWebwrapperSite(t *testing.T) {
 	}
 	if n := len(e.up.Requests()); n != 0 {
 		t.Errorf("the app service was asked %d times, want never", n)
+	}
+}
+
+// TestExampleWebwrapperPageLanguage: the download page opens in the first of the
+// browser's languages that it has (Swedish, German behind French), else in English; its
+// language menu switches.
+func TestExampleWebwrapperPageLanguage(t *testing.T) {
+	e := startExample(t)
+	e.publish(t, "2.1.5.9")
+	// The browser asks for the site's own name, which the example serves.
+	page := "http://" + e.host + "/webwrapper/"
+	shown := `[...document.querySelectorAll("section")].filter(s => s.offsetParent !== null).map(s => s.lang).join(",")`
+	for _, tt := range []struct{ languages, want string }{
+		{"sv-SE,sv", "sv"},
+		{"fr-FR,fr,de", "de"},
+		{"nn-NO", "nb"},
+		{"fr-FR", "en"},
+	} {
+		ctx := browser.New(t, chromedp.Flag("lang", tt.languages), chromedp.Flag("accept-lang", tt.languages))
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, chromedp.Navigate(page)); err != nil {
+			t.Fatalf("opening %s in a browser set to %s: %v", page, tt.languages, err)
+		}
+		if got := visible(t, c, shown); got != tt.want {
+			t.Errorf("a browser set to %s shows the sections %q, want %q", tt.languages, got, tt.want)
+		}
+		if tt.want == "en" {
+			if err := chromedp.Do(c, chromedp.Click(chromedp.CSS(`nav a[hreflang="da"]`))); err != nil {
+				t.Fatal(err)
+			}
+			if got := visible(t, c, shown); got != "da" {
+				t.Errorf("after choosing Dansk the page shows %q, want da", got)
+			}
+		}
+	}
+}
+
+// visible evaluates expr, the sections shown, once the page shows one; the page picks its
+// language as it loads, and a navigation to its anchor may replace the context an
+// evaluation ran in, so a failed evaluation is tried again until ctx ends.
+func visible(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && got != "" {
+			return got
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the page shows no section: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
