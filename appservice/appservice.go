@@ -232,7 +232,8 @@ func Migrate(ctx context.Context, cfg Config) (before, after int64, err error) {
 	return store.Migrate(ctx, cfg.Database)
 }
 
-// sweep deletes expired sessions and codes every few minutes until the server stops.
+// sweep deletes expired sessions, codes and sign-in counts every few minutes until the
+// server stops.
 func (s *Server) sweep(log *slog.Logger) {
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()

@@ -151,3 +151,17 @@ func TestPassword(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckPassword is the argon2id check every password sign-in pays, the yardstick
+// of what the sign-in limits add (BenchmarkCountSignIn).
+func BenchmarkCheckPassword(b *testing.B) {
+	hash, err := hashPassword("correct horse battery staple")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if !checkPassword(hash, "correct horse battery staple") {
+			b.Fatal("checkPassword = false")
+		}
+	}
+}

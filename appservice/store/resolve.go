@@ -449,10 +449,16 @@ func (s *Store) contactSSN(ssn string, now int64) sql.NullString {
 // before nationalid (the digits were the letters and digits then too); a ten-digit Swedish
 // one hashes as its twelve now.
 func (s *Store) ssnHash(n nationalid.Number) string {
+	return hex.EncodeToString(s.keyedHash("partnergate-ssn-v1", n.Digits()))
+}
+
+// keyedHash is the HMAC-SHA256, under the store's key, of label, a zero byte and value:
+// what stands in for a value the database must match but never hold in clear.
+func (s *Store) keyedHash(label, value string) []byte {
 	m := hmac.New(sha256.New, s.opts.SSNKey)
-	m.Write([]byte("partnergate-ssn-v1\x00"))
-	m.Write([]byte(n.Digits()))
-	return hex.EncodeToString(m.Sum(nil))
+	m.Write([]byte(label + "\x00"))
+	m.Write([]byte(value))
+	return m.Sum(nil)
 }
 
 // upsertOrganization returns the id of the partner's organization partnerOrgID, created when

@@ -30,7 +30,11 @@ func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	return h.csrfMAC("field", v)
 }
 
-// csrfBinding names what the request's CSRF cookie must be bound to.
+// csrfBinding names what the request's CSRF cookie must be bound to. Without a session it
+// is bound to nothing more: the cookie itself is what is the browser's own, and nothing else
+// a browser sends is both its own and out of an attacker's reach (a second cookie is copied
+// or planted as the first; an address or user agent is shared or forged). SECURITY.md,
+// issue 34, says why moving an anonymous pair to another browser is no attack.
 func (h *Handler) csrfBinding(r *http.Request) string {
 	if tok := h.cookie(r, sessionCookie); tok != "" {
 		sum := sha256.Sum256([]byte(tok))

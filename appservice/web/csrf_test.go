@@ -127,3 +127,54 @@ func TestCSRFForeignOriginRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestCSRFAnonymousPairIsItsCookie pins down why an anonymous CSRF pair moved from one
+// browser to another is no attack (issue 34, info; SECURITY.md): the pair is worth something
+// only together with its cookie, so only whoever can write this origin's cookies into the
+// other browser can move it. Over HTTPS the cookie is read only under its __Host- name, which
+// no sibling host and no plain-HTTP answer can set (the unprefixed copy they can set is
+// ignored), and a post from another site is refused by its Origin whatever pair it carries.
+func TestCSRFAnonymousPairIsItsCookie(t *testing.T) {
+	const site = "https://sso.example.com"
+	f := newFixture(t, site)
+	res := serve(f.h, httptest.NewRequest(http.MethodGet, site+"/app/signin", nil))
+	m := csrfField.FindStringSubmatch(body(t, res))
+	var own *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == hostPrefix+csrfCookie {
+			own = c
+		}
+	}
+	if m == nil || own == nil || !own.Secure || !own.HttpOnly {
+		t.Fatalf("anonymous sign-in page over HTTPS: field %v, cookie %+v; want both, the cookie __Host-, Secure and HttpOnly", m, own)
+	}
+	post := func(origin string, cookies ...*http.Cookie) int {
+		r := httptest.NewRequest(http.MethodPost, site+"/app/signin", strings.NewReader(url.Values{
+			"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {m[1]}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		for _, c := range cookies {
+			r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		}
+		return serve(f.h, r).StatusCode
+	}
+	unprefixed := &http.Cookie{Name: csrfCookie, Value: own.Value}
+	for _, tt := range []struct {
+		name    string
+		origin  string
+		cookies []*http.Cookie
+		want    int
+	}{
+		{"the browser it was issued to", site, []*http.Cookie{own}, http.StatusSeeOther},
+		{"the token alone, in another browser", site, nil, http.StatusForbidden},
+		{"with the cookie planted without the prefix (a sibling host, plain HTTP)", site, []*http.Cookie{unprefixed}, http.StatusForbidden},
+		{"with its cookie, posted from another site", "https://attacker.example", []*http.Cookie{own}, http.StatusForbidden},
+		{"with its cookie, posted from an opaque origin", "null", []*http.Cookie{own}, http.StatusForbidden},
+	} {
+		if got := post(tt.origin, tt.cookies...); got != tt.want {
+			t.Errorf("%s: POST /app/signin = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

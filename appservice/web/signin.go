@@ -72,15 +72,20 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	login := r.PostFormValue("login")
 	// Bounded before the password is hashed: per address and per (login name, address),
-	// a growing delay per login name, then the number of hashes running at once.
-	ok, retry, delay := h.signIns.allow(clientAddr(r), strings.ToLower(strings.TrimSpace(login)))
-	if !ok {
+	// turns per login name, then the number of hashes running at once.
+	ok, retry, err := h.signInTurn(r, strings.ToLower(strings.TrimSpace(login)))
+	switch {
+	case err != nil:
+		p := h.failure(w, r, "")
+		h.log.Error("sign-in failed", "outcome", p.Code, "error", err.Error())
+		h.signinError(w, r, p.Status, login, "Sign-in is not possible right now. Try again in a moment.")
+		return
+	case retry > 0:
 		h.log.Info("sign-in refused", "outcome", "rate_limited")
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
 		h.signinError(w, r, http.StatusTooManyRequests, login, "Too many sign-in attempts. Wait a minute, then try again.")
 		return
-	}
-	if delay > 0 && !h.signIns.sleep(r.Context(), delay) {
+	case !ok:
 		return // the client went away
 	}
 	if !h.signIns.acquire(r.Context()) {

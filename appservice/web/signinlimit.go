@@ -1,66 +1,56 @@
 package web
 
 import (
-	"container/list"
 	"context"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/partnergate/partnergate/appservice/store"
 )
 
 // Bounds of password sign-in. Each attempt costs an argon2id hash of 19 MiB and tens of
 // milliseconds of CPU, so unbounded attempts exhaust the machine and a password can be
 // guessed at the machine's speed.
 const (
-	// DefaultSignInConcurrency is how many password checks run at once; further attempts
-	// wait up to signInWait for a slot, then get 503.
+	// DefaultSignInConcurrency is how many password checks run at once in one instance;
+	// further attempts wait up to signInWait for a slot, then get 503. The slots are the
+	// instance's own: they guard its CPU.
 	DefaultSignInConcurrency = 2
 	signInWait               = 2 * time.Second
 
 	// Per signInWindow, an address may try signInPerAddress sign-ins, and one login name
 	// signInPerLogin from one address; beyond either it gets 429 until its window ends.
-	// The login name alone is never refused: a stranger who knows a user name could then
-	// lock its owner out. Instead, past signInPerLogin attempts a minute from all
-	// addresses, each attempt for that name waits before its check, twice as long as the
-	// one before, from signInBaseDelay up to signInMaxDelay: the owner still gets in, a
-	// guesser spread over many addresses is slowed.
+	// The login name alone is never refused outright: a stranger who knows a user name
+	// could then lock its owner out. Instead, past signInPerLogin attempts a window from
+	// all addresses, each attempt for that name waits for its turn: signInBaseDelay after
+	// the turn before it, twice as long for each further attempt, up to signInMaxDelay;
+	// an attempt whose turn is further away than signInMaxDelay gets 429. The owner still
+	// gets in, and guesses spread over many addresses are checked one at a time, at most
+	// one per signInMaxDelay. The counts are the database's (store.CountSignIn), so every
+	// instance behind the gateway keeps the same ones.
 	signInWindow     = time.Minute
 	signInPerAddress = 20
 	signInPerLogin   = 10
 	signInBaseDelay  = 250 * time.Millisecond
 	signInMaxDelay   = 4 * time.Second
-	// signInMaxKeys bounds the windows kept. An address creates at most 1+2*signInPerAddress
-	// of them a window (an attempt refused creates none), and when the bound is reached the
-	// oldest window is dropped: a flood can at worst forget old counts, never refuse
-	// everyone.
-	signInMaxKeys = 10000
 )
 
-// signInGuard bounds concurrent password checks (a semaphore) and counts attempts in fixed
-// windows per client address, per (login name, address) and per login name.
+// signInLimits are the bounds above, as the store counts them.
+var signInLimits = store.SignInLimits{Window: signInWindow, PerAddress: signInPerAddress, PerPair: signInPerLogin,
+	PerLogin: signInPerLogin, BaseDelay: signInBaseDelay, MaxDelay: signInMaxDelay}
+
+// signInGuard bounds the password checks this instance runs at once (a semaphore) and
+// waits out an attempt's turn.
 type signInGuard struct {
-	slots   chan struct{}
-	wait    time.Duration
-	now     func() time.Time
-	sleep   func(ctx context.Context, d time.Duration) bool // waits d; false when ctx ended first
-	maxKeys int
-
-	mu      sync.Mutex
-	windows map[string]*list.Element // of *window
-	order   *list.List               // oldest window start first
+	slots chan struct{}
+	wait  time.Duration
+	sleep func(ctx context.Context, d time.Duration) bool // waits d; false when ctx ended first
 }
 
-type window struct {
-	key   string
-	start time.Time
-	n     int
-}
-
-func newSignInGuard(concurrency int, now func() time.Time) *signInGuard {
-	return &signInGuard{slots: make(chan struct{}, concurrency), wait: signInWait, now: now, sleep: sleepCtx,
-		maxKeys: signInMaxKeys, windows: map[string]*list.Element{}, order: list.New()}
+func newSignInGuard(concurrency int) *signInGuard {
+	return &signInGuard{slots: make(chan struct{}, concurrency), wait: signInWait, sleep: sleepCtx}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -74,61 +64,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// allow counts one attempt from addr for login. It refuses (ok false, with the time until
-// the caller may try again) when the address or the (login, address) pair is over its
-// bound, without creating any state; otherwise it counts the attempt and returns how long
-// to wait before checking the password.
-func (g *signInGuard) allow(addr, login string) (ok bool, retry, delay time.Duration) {
-	addr = addrKey(addr)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.now()
-	// Windows are created and restarted at now and moved to the back, so the list is
-	// ordered by start: the ended ones are at the front.
-	for e := g.order.Front(); e != nil && now.Sub(e.Value.(*window).start) >= signInWindow; e = g.order.Front() {
-		g.order.Remove(e)
-		delete(g.windows, e.Value.(*window).key)
+// signInTurn counts a password attempt for login from the request's address, in the counts
+// every instance shares, and waits for the attempt's turn. It reports ok when the attempt
+// may check its password now. Otherwise retry is when it may be tried again (refused), or 0
+// when the client went away while it waited; err is the database's failure, on which the
+// attempt is refused too.
+func (h *Handler) signInTurn(r *http.Request, login string) (ok bool, retry time.Duration, err error) {
+	v, err := h.cfg.Store.CountSignIn(r.Context(), addrKey(clientAddr(r)), login, signInLimits)
+	switch {
+	case err != nil:
+		return false, 0, err
+	case !v.Allowed:
+		return false, max(v.RetryAfter, time.Second), nil
 	}
-	keyA, keyP, keyL := "a\x00"+addr, "p\x00"+login+"\x00"+addr, "l\x00"+login
-	for _, c := range [...]struct {
-		key   string
-		limit int
-	}{{keyA, signInPerAddress}, {keyP, signInPerLogin}} {
-		if e := g.windows[c.key]; e != nil {
-			if w := e.Value.(*window); w.n >= c.limit {
-				retry = max(retry, w.start.Add(signInWindow).Sub(now))
-			}
-		}
-	}
-	if retry > 0 {
-		return false, retry, 0
-	}
-	g.count(keyA, now)
-	g.count(keyP, now)
-	if n := g.count(keyL, now); n > signInPerLogin {
-		delay = signInMaxDelay
-		if over := n - signInPerLogin - 1; over < 8 {
-			delay = min(signInBaseDelay<<over, signInMaxDelay)
-		}
-	}
-	return true, 0, delay
-}
-
-// count adds one to key's window, creating it (and dropping the oldest window when full),
-// and returns the new count.
-func (g *signInGuard) count(key string, now time.Time) int {
-	if e := g.windows[key]; e != nil {
-		w := e.Value.(*window)
-		w.n++
-		return w.n
-	}
-	for g.order.Len() >= g.maxKeys {
-		e := g.order.Front()
-		g.order.Remove(e)
-		delete(g.windows, e.Value.(*window).key)
-	}
-	g.windows[key] = g.order.PushBack(&window{key: key, start: now, n: 1})
-	return 1
+	return v.Wait <= 0 || h.signIns.sleep(r.Context(), v.Wait), 0, nil
 }
 
 // addrKey is the unit an address is counted in: an IPv4 address, or the /64 of an IPv6

@@ -25,6 +25,30 @@ func signInFrom(t *testing.T, b *browser, token, addr, login, password string) *
 	return res
 }
 
+// recordWaits replaces the sleep of the fixtures' sign-ins with one that records each wait
+// and returns at once, and returns a function that reports the waits so far. With advance,
+// a fixture's clock moves on by each wait, as time does for attempts one after the other.
+func recordWaits(advance bool, fs ...*fixture) func() []time.Duration {
+	var mu sync.Mutex
+	var waits []time.Duration
+	for _, f := range fs {
+		f.h.signIns.sleep = func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+			if advance {
+				f.now = f.now.Add(d)
+			}
+			return true
+		}
+	}
+	return func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(waits)
+	}
+}
+
 // TestSignInFloodDoesNotShutSignIn: one address posting 10,000 attempts with made-up login
 // names within a minute (one CSRF pair, reused) must not close password sign-in for
 // everyone else; the flooding address itself is refused.
@@ -53,14 +77,7 @@ func TestSignInFloodDoesNotShutSignIn(t *testing.T) {
 // one address must not refuse the owner's right password from another address.
 func TestSignInStrangerCannotLockAccount(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
-	var mu sync.Mutex
-	var slept []time.Duration
-	f.h.signIns.sleep = func(_ context.Context, d time.Duration) bool {
-		mu.Lock()
-		slept = append(slept, d)
-		mu.Unlock()
-		return true
-	}
+	waits := recordWaits(false, f)
 	for i := range signInPerLogin {
 		if res, _ := signInAttempt(t, f, "198.51.100.7", "instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("stranger's attempt %d = %d, want 401", i+1, res.StatusCode)
@@ -72,38 +89,82 @@ func TestSignInStrangerCannotLockAccount(t *testing.T) {
 	if res, _ := signInAttempt(t, f, "198.51.100.7", "instructor", "wrong"); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("stranger's attempt over the account-and-address bound = %d, want 429", res.StatusCode)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(slept) != 1 || slept[0] <= 0 || slept[0] > signInMaxDelay {
+	if slept := waits(); len(slept) != 1 || slept[0] <= 0 || slept[0] > signInMaxDelay {
 		t.Errorf("delays before the owner's check = %v, want one delay in (0, %v]", slept, signInMaxDelay)
 	}
 }
 
-// TestSignInGuardMemory: the limiter's state is bounded per address and in all. A refused
-// attempt creates nothing, and a full table drops its oldest windows instead of refusing
-// everyone.
-func TestSignInGuardMemory(t *testing.T) {
-	now := testNow
-	g := newSignInGuard(1, func() time.Time { return now })
-	for i := range 1000 {
-		g.allow("198.51.100.1", "name-"+strconv.Itoa(i))
-	}
-	if got, want := len(g.windows), 1+2*signInPerAddress; got != want {
-		t.Errorf("windows after 1000 attempts from one address = %d, want %d (refused attempts create none)", got, want)
-	}
-
-	g.maxKeys = 10
-	for i := range 20 {
-		now = now.Add(time.Millisecond)
-		if ok, _, _ := g.allow("192.0.2."+strconv.Itoa(i), "x"); !ok {
-			t.Fatalf("attempt from a new address %d refused with a full table", i)
+// TestSignInTurnsAcrossAddresses is issue 34's finding: guesses at one login name from
+// many addresses at once each waited its own delay and then ran side by side, so the delay
+// did not slow them. Past the login name's free attempts they take turns: each waits for
+// the turn before it to end plus its own delay, and one whose turn is further away than the
+// longest delay is refused. The clock stands still, as when every attempt arrives at once.
+func TestSignInTurnsAcrossAddresses(t *testing.T) {
+	f := newFixture(t, "http://localhost:8080")
+	waits := recordWaits(false, f)
+	for i := range signInPerLogin {
+		if res, _ := signInAttempt(t, f, "192.0.2."+strconv.Itoa(i+1), "instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
 		}
 	}
-	if len(g.windows) > g.maxKeys || g.order.Len() != len(g.windows) {
-		t.Errorf("windows = %d (list %d), want at most %d", len(g.windows), g.order.Len(), g.maxKeys)
+	statuses := make(chan int, 6)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, _ := signInAttempt(t, f, "198.51.100."+strconv.Itoa(i+1), "instructor", "wrong")
+			statuses <- res.StatusCode
+		}()
 	}
-	if g.windows["a\x00192.0.2.0"] != nil || g.windows["a\x00192.0.2.19"] == nil {
-		t.Errorf("the oldest window was kept or the newest dropped")
+	wg.Wait()
+	close(statuses)
+	refused := 0
+	for st := range statuses {
+		if st == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	got := waits()
+	slices.Sort(got)
+	// The turns end 250 ms, 750 ms, 1.75 s and 3.75 s from now; the next would be 7.75 s.
+	want := []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 1750 * time.Millisecond, 3750 * time.Millisecond}
+	if !slices.Equal(got, want) || refused != 2 {
+		t.Errorf("six guesses at once from six addresses: waits %v and %d refused, want waits %v (one at a time) and 2 refused", got, refused, want)
+	}
+}
+
+// TestSignInLimitsSharedByInstances is issue 34's finding with several app service
+// instances behind the gateway (docs/operations.md): each kept its own counts, so a
+// guesser got every limit once per instance. Two instances on one database now share
+// them: the per-address bound and the login name's turns.
+func TestSignInLimitsSharedByInstances(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) {
+			dsn, _, _ := db.open(t)
+			a := newFixtureOn(t, "http://localhost:8080", dsn, nil)
+			b := newFixtureOn(t, "http://localhost:8080", dsn, nil)
+			instances := []*fixture{a, b}
+			for i := range signInPerAddress {
+				if res, _ := signInAttempt(t, instances[i%2], "198.51.100.7", "user-"+strconv.Itoa(i), "wrong"); res.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
+				}
+			}
+			for _, f := range instances {
+				if res, _ := signInAttempt(t, f, "198.51.100.7", "instructor", "pass-word-1"); res.StatusCode != http.StatusTooManyRequests {
+					t.Errorf("address's attempt %d, half of them counted by the other instance = %d, want 429", signInPerAddress+1, res.StatusCode)
+				}
+			}
+
+			waits := recordWaits(false, instances...)
+			for i := range signInPerLogin + 3 {
+				signInAttempt(t, instances[i%2], "192.0.2."+strconv.Itoa(i+1), "instructor", "wrong")
+			}
+			want := []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 1750 * time.Millisecond}
+			if got := waits(); !slices.Equal(got, want) {
+				t.Errorf("waits of a login name's guesses over two instances = %v, want %v: one queue of turns", got, want)
+			}
+		})
 	}
 }
 
@@ -169,32 +230,23 @@ func TestSignInRateLimited(t *testing.T) {
 	})
 	t.Run("per login from many addresses: growing delays, no refusal", func(t *testing.T) {
 		f := newFixture(t, "http://localhost:8080")
-		var mu sync.Mutex
-		var slept []time.Duration
-		f.h.signIns.sleep = func(_ context.Context, d time.Duration) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			slept = append(slept, d)
-			return true
-		}
+		waits := recordWaits(true, f) // the attempts come one after the other
 		for i := range signInPerLogin + 6 {
 			if res, _ := signInAttempt(t, f, "192.0.2."+strconv.Itoa(i+1), "Instructor", "wrong"); res.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("attempt %d = %d, want 401", i+1, res.StatusCode)
 			}
 		}
 		want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
-		mu.Lock()
-		if !slices.Equal(slept, want) {
-			t.Errorf("delays before the checks = %v, want %v (none for the first %d)", slept, want, signInPerLogin)
+		if got := waits(); !slices.Equal(got, want) {
+			t.Errorf("delays before the checks = %v, want %v (none for the first %d)", got, want, signInPerLogin)
 		}
-		mu.Unlock()
 		if res, _ := signInAttempt(t, f, "192.0.2.200", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther {
 			t.Errorf("right password after the guesses = %d, want 303 (signed in after a delay)", res.StatusCode)
 		}
 		f.now = f.now.Add(signInWindow)
-		slept = nil
-		if res, _ := signInAttempt(t, f, "192.0.2.201", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther || len(slept) != 0 {
-			t.Errorf("after the window = %d with delays %v, want 303 without delay", res.StatusCode, slept)
+		before := len(waits())
+		if res, _ := signInAttempt(t, f, "192.0.2.201", "instructor", "pass-word-1"); res.StatusCode != http.StatusSeeOther || len(waits()) != before {
+			t.Errorf("after the window = %d with delays %v, want 303 without delay", res.StatusCode, waits()[before:])
 		}
 	})
 }

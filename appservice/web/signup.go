@@ -92,15 +92,21 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 		h.renderSignup(w, r, s, http.StatusBadRequest, f)
 		return
 	}
-	ok, retry, delay := h.signIns.allow(clientAddr(r), strings.ToLower(f.Username))
-	if !ok {
+	ok, retry, err := h.signInTurn(r, strings.ToLower(f.Username))
+	switch {
+	case err != nil:
+		p := h.failure(w, r, "")
+		h.log.Error("creating account failed", "outcome", p.Code, "error", err.Error())
+		f.Errors = []string{"Your account could not be created right now; nothing was saved. Try again in a moment."}
+		h.renderSignup(w, r, s, p.Status, f)
+		return
+	case retry > 0:
 		h.log.Info("account creation refused", "outcome", "rate_limited")
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
 		f.Errors = []string{"Too many attempts. Wait a minute, then try again."}
 		h.renderSignup(w, r, s, http.StatusTooManyRequests, f)
 		return
-	}
-	if delay > 0 && !h.signIns.sleep(r.Context(), delay) {
+	case !ok:
 		return // the client went away
 	}
 	if !h.signIns.acquire(r.Context()) {

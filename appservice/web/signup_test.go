@@ -353,7 +353,9 @@ func TestSignupLimited(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	b, _, csrf := firstSight(t, f, signupPayload())
 	for i := 0; i < signInPerAddress; i++ {
-		f.h.signIns.allow("192.0.2.1", "guess-"+strconv.Itoa(i))
+		if _, err := f.st.CountSignIn(context.Background(), "192.0.2.1", "guess-"+strconv.Itoa(i), signInLimits); err != nil {
+			t.Fatal(err)
+		}
 	}
 	v := signupValues(csrf)
 	r := httptest.NewRequest(http.MethodPost, "/app/signup", strings.NewReader(v.Encode()))

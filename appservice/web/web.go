@@ -143,7 +143,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, mux: http.NewServeMux(), log: cfg.Logger,
 		csrfKey: deriveKey(cfg.AppSecret, "partnergate-csrf-key-v1"), deviceKey: deriveKey(cfg.AppSecret, "partnergate-device-key-v1"),
-		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now), dirs: dirs}
+		signIns: newSignInGuard(cfg.SignInConcurrency), dirs: dirs}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
 	h.mux.HandleFunc("GET /app/login", h.loginPage)
