@@ -374,7 +374,7 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	return err
 }
 
-// DeleteExpired removes expired sessions and single-use request ids, and login codes older
+// DeleteExpired removes expired sessions, single-use request ids and directory states, and login codes older
 // than a day (kept that long so that a second use of a code is still reported as used
 // rather than unknown).
 func (s *Store) DeleteExpired(ctx context.Context) error {
@@ -384,6 +384,9 @@ func (s *Store) DeleteExpired(ctx context.Context) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM used_requests WHERE expires_at <= ?`), now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM used_directory_states WHERE expires_at <= ?`), now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM login_codes WHERE expires_at <= ?`), now-24*time.Hour.Milliseconds())
