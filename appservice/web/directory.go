@@ -425,8 +425,7 @@ func (h *Handler) directoryStart(w http.ResponseWriter, r *http.Request, d *dire
 		}
 	}
 	h.log.Info("signed in", "outcome", "signed_in", "directory", d.Name, "first_sight", in.Session.Pending)
-	h.setCookie(w, r, sessionCookie, in.Token, 0)
-	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+	h.signedIn(w, r, in.Token, in.Session)
 }
 
 // directorySwitchData is what the directory's switch question shows.
