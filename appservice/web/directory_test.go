@@ -392,7 +392,7 @@ func TestDirectorySignOutByPost(t *testing.T) {
 	f := newDirectoryFixture(t, Directory{Name: "clinic", Label: "Clinic ID", Partner: "demo", Issuer: p.Issuer,
 		ClientID: oidcprovider.ClientWeb, AllowAnyUser: true})
 	b := newBrowser(t, f.h)
-	b.login(f.link(t, goPayload(), "go"))
+	b.signInByLink(f.link(t, goPayload(), "go"))
 	signedIn := func() bool {
 		res, _ := b.get("/go")
 		return res.StatusCode == http.StatusOK
@@ -485,7 +485,7 @@ func annaAtClinic(t *testing.T) *fixture {
 func TestDirectorySwitchAccount(t *testing.T) {
 	f := annaAtClinic(t)
 	b := newBrowser(t, f.h)
-	b.login(f.link(t, goPayload(), "go"))
+	b.signInByLink(f.link(t, goPayload(), "go"))
 	member := func() bool {
 		res, _ := b.get("/go")
 		return res.StatusCode == http.StatusOK
