@@ -194,7 +194,7 @@ func TestDirectorySignIn(t *testing.T) {
 	// the service session. The provider offers RP-initiated logout: the browser ends on
 	// its signed-out page.
 	step(t, later, "directory sign-out", chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin?signout=1"),
-		chromedp.Poll[chromedp.Void](`location.pathname === "/logged-out"`, chromedp.WithPollingInterval(50*time.Millisecond)))
+		chromedp.WaitVisible("#provider-signed-out"))
 	if loc := eval[string](t, later, "location.href"); !strings.HasPrefix(loc, p.Issuer) {
 		t.Errorf("after the directory sign-out the browser is at %q, want the provider's signed-out page", loc)
 	}
