@@ -219,7 +219,7 @@ export PARTNERGATE_UPSTREAM_SECRET
     "firstname": "Ola",
     "lastname": "Nordmann",
     "birthdate": "1985-04-17",
-    "ssn": "17048512345",
+    "ssn": "17043550098",
     "email": "ola@example.org"
   },
   "caseId": "case-1"

@@ -16,13 +16,14 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/i18n"
+	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/update"
 )
 
 // msi writes a stand-in installer and returns its path and SHA-256.
 func msi(t *testing.T, content string) (string, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "built.msi")
+	path := filepath.Join(wintest.TempDir(t), "built.msi")
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func msi(t *testing.T, content string) (string, string) {
 // wrapper is offered the installer next to the feed, the newest is not.
 func TestFeedReadByTheWrapper(t *testing.T) {
 	src, sum := msi(t, "an installer")
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	r, err := Write(dir, src, "2.1.5.9")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestFeedReadByTheWrapper(t *testing.T) {
 // allows.
 func TestPage(t *testing.T) {
 	src, sum := msi(t, "an installer")
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	if _, err := Write(dir, src, "2.1.5.9"); err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +128,18 @@ func TestPage(t *testing.T) {
 func TestWriteRefuses(t *testing.T) {
 	src, _ := msi(t, "an installer")
 	for _, version := range []string{"", "2.1.5.x", "2.1.5.9.1", "2.1.5.9<"} {
-		if _, err := Write(t.TempDir(), src, version); err == nil {
+		if _, err := Write(wintest.TempDir(t), src, version); err == nil {
 			t.Errorf("Write(version %q) succeeded, want an error", version)
 		}
 	}
-	if _, err := Write(t.TempDir(), filepath.Join(t.TempDir(), "missing.msi"), "2.1.5.9"); err == nil {
+	if _, err := Write(wintest.TempDir(t), filepath.Join(wintest.TempDir(t), "missing.msi"), "2.1.5.9"); err == nil {
 		t.Error("Write of a missing installer succeeded")
 	}
 }
 
 // The build writes the MSI into the site's folder itself: it stays as it is.
 func TestWriteInPlace(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	path := filepath.Join(dir, "SvcWebwrapper-2.1.5.9.msi")
 	if err := os.WriteFile(path, []byte("in place"), 0o644); err != nil {
 		t.Fatal(err)
