@@ -9,6 +9,9 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# The end-to-end suite's HTTPS lane makes the browser trust Caddy's local root in an NSS
+# database of its own, with NSS's certutil.
+command -v certutil >/dev/null 2>&1 || need_apt+=(libnss3-tools)
 # The partner guide's Python example runs on Debian's python3 with PyJWT and cryptography.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || need_apt+=(python3 python3-jwt python3-cryptography)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)

@@ -61,9 +61,10 @@ type Directory struct {
 var directoryName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // directoryCookie holds a sign-in's state, nonce and PKCE verifier between the redirect to
-// the provider and its callback: HttpOnly, only sent to /app/directory/, SameSite=Lax (the
-// callback is a top-level navigation from the provider's site), signed with the app
-// secret and ended by the callback, so each is used once.
+// the provider and its callback: HttpOnly, SameSite=Lax (the callback is a top-level
+// navigation from the provider's site), signed with the app secret and ended by the
+// callback, so each is used once. Over HTTPS it is __Host-pg_directory, Secure, like the
+// session cookie (cookieName); a __Host- cookie must have Path=/, so it has that always.
 const directoryCookie = "pg_directory"
 
 // The directory refusals' details, in English: the catalogue's server.directory_* texts.
@@ -383,7 +384,7 @@ func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request, d *di
 }
 
 func (h *Handler) setDirectoryCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: directoryCookie, Value: value, Path: "/app/directory/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r, directoryCookie), Value: value, Path: "/", HttpOnly: true,
 		Secure: h.https(r), SameSite: http.SameSiteLaxMode, MaxAge: maxAge})
 }
 

@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,33 +54,8 @@ func providerIDToken(t *testing.T, p *oidcprovider.Provider, clientID, nonce str
 	cfg := &oauth2.Config{ClientID: clientID, ClientSecret: oidcprovider.ClientSecret, Endpoint: op.Endpoint(),
 		RedirectURL: testRedirect, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}
 	verifier := oauth2.GenerateVerifier()
-	jar := &cookieJar{}
-	c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Host == "127.0.0.1:1" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	res, err := c.Get(cfg.AuthCodeURL("st", oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("the provider's login form has no request id: %s", body)
-	}
-	res, err = c.PostForm(res.Request.URL.ResolveReference(&url.URL{Path: "/login/username"}).String(),
-		url.Values{"id": {string(m[1])}, "username": {"anna@north-clinic.example"}, "password": {"anna-directory-password"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, err := res.Location()
-	if err != nil {
-		t.Fatalf("the provider's login answered %d without a redirect to the client", res.StatusCode)
-	}
+	loc := oidcprovider.SignIn(t, cfg.AuthCodeURL("st", oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)),
+		"anna@north-clinic.example", "anna-directory-password")
 	tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +63,6 @@ func providerIDToken(t *testing.T, p *oidcprovider.Provider, clientID, nonce str
 	raw, _ := tok.Extra("id_token").(string)
 	return raw
 }
-
-type cookieJar struct{ cookies []*http.Cookie }
-
-func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.cookies = append(j.cookies, cs...) }
-func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies }
 
 // TestDirectoryVerifyIDToken verifies real ID tokens of a real provider (zitadel/oidc's
 // example provider): a token issued to another client id, one past its lifetime and one
@@ -143,7 +111,13 @@ func TestDirectoryVerifyIDToken(t *testing.T) {
 // newDirectoryFixture is newFixture with directories.
 func newDirectoryFixture(t *testing.T, ds ...Directory) *fixture {
 	t.Helper()
-	f := newFixture(t, "http://localhost:8080")
+	return newDirectoryFixtureAt(t, "http://localhost:8080", ds...)
+}
+
+// newDirectoryFixtureAt is newDirectoryFixture with the public URL public.
+func newDirectoryFixtureAt(t *testing.T, public string, ds ...Directory) *fixture {
+	t.Helper()
+	f := newFixture(t, public)
 	dirs, err := newDirectories(ds)
 	if err != nil {
 		t.Fatal(err)
@@ -194,5 +168,39 @@ func TestDirectoryButtons(t *testing.T) {
 	_, b = br.get("/app/signin")
 	if got := ids(b); got != "north,demo-all" {
 		t.Errorf("first-sight page of demo's org-1 offers %q, want north,demo-all", got)
+	}
+}
+
+// TestDirectoryOverHTTPS signs a directory user in where the service is deployed: over
+// HTTPS, where the flow cookie is __Host-pg_directory (Secure, Path=/), the one the
+// callback reads. It was set as pg_directory, so every callback failed with
+// directory_state_invalid.
+func TestDirectoryOverHTTPS(t *testing.T) {
+	const public = "https://localhost:8080"
+	p := oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, oidcprovider.User{ID: "dir-anna",
+		Username: "anna@north-clinic.example", Password: "anna-directory-password", FirstName: "Anna", LastName: "Lind"})
+	f := newDirectoryFixtureAt(t, public, Directory{Name: "clinic", Label: "North Clinic ID", Partner: "demo", Issuer: p.Issuer,
+		ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret})
+	b := newBrowser(t, f.h)
+	res, _ := b.get("/app/directory/clinic/signin")
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("GET signin = %d, want 303 to the provider", res.StatusCode)
+	}
+	var flow *http.Cookie
+	for _, c := range res.Cookies() {
+		if strings.Contains(c.Name, directoryCookie) {
+			flow = c
+		}
+	}
+	if flow == nil || flow.Name != "__Host-"+directoryCookie || !flow.Secure || !flow.HttpOnly || flow.Path != "/" || flow.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("flow cookie = %+v, want __Host-%s, Secure, HttpOnly, Path /, SameSite Lax", flow, directoryCookie)
+	}
+	back := oidcprovider.SignIn(t, res.Header.Get("Location"), "anna@north-clinic.example", "anna-directory-password")
+	res, page := b.get(back.RequestURI())
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app/signin" {
+		t.Fatalf("callback over HTTPS = %d to %q, want 303 to the first-sight page /app/signin:\n%s", res.StatusCode, res.Header.Get("Location"), page)
+	}
+	if _, page := b.get("/app/signin"); !strings.Contains(page, "Anna Lind") {
+		t.Errorf("first-sight page over HTTPS does not greet Anna Lind:\n%s", page)
 	}
 }

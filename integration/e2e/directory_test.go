@@ -25,16 +25,19 @@ var anna = oidcprovider.User{ID: "dir-anna", Username: "anna@north-clinic.exampl
 // OpenID provider (zitadel/oidc's example provider) whose client "web" is the service.
 func startDirectoryStack(t *testing.T, now func() time.Time) (*stack, *oidcprovider.Provider) {
 	t.Helper()
+	return startDirectoryStackWith(t, appstack.Config{DirectoryNow: now})
+}
+
+// startDirectoryStackWith is startDirectoryStack with the stack's other settings from c.
+func startDirectoryStackWith(t *testing.T, c appstack.Config) (*stack, *oidcprovider.Provider) {
+	t.Helper()
 	var p *oidcprovider.Provider
-	s := startStackWith(t, appstack.Config{
-		DirectoryNow: now,
-		Directories: func(public string) []web.Directory {
-			p = oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, anna)
-			return []web.Directory{{Name: "clinic", Label: "North Clinic ID", Partner: "demo", Issuer: p.Issuer,
-				ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret}}
-		},
-	})
-	return s, p
+	c.Directories = func(public string) []web.Directory {
+		p = oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, anna)
+		return []web.Directory{{Name: "clinic", Label: "North Clinic ID", Partner: "demo", Issuer: p.Issuer,
+			ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret}}
+	}
+	return startStackWith(t, c), p
 }
 
 // callbacks records the URLs the browser requested under the directory's callback and the
@@ -80,7 +83,7 @@ func (c *callbacks) last(t *testing.T, which *[]string) string {
 func providerLogin(t *testing.T, ctx context.Context, wait string) {
 	t.Helper()
 	step(t, ctx, "provider login form", chromedp.WaitVisible(`input[name="username"]`),
-		chromedp.SendKeys(`input[name="username"]`, anna.Username),
+		chromedp.SetValue(`input[name="username"]`, anna.Username),
 		chromedp.SendKeys(`input[name="password"]`, anna.Password),
 		chromedp.Click(`button[type="submit"]`),
 		chromedp.WaitVisible(wait))
@@ -89,7 +92,7 @@ func providerLogin(t *testing.T, ctx context.Context, wait string) {
 // problemCode is the refusal page's error code line.
 func problemShown(t *testing.T, ctx context.Context, code string) string {
 	t.Helper()
-	step(t, ctx, "refusal page "+code, chromedp.WaitVisible(`h1`))
+	step(t, ctx, "refusal page "+code, chromedp.WaitVisible("#problem"))
 	body := words(textOf(t, ctx, "body"))
 	if !strings.Contains(body, "Error code "+code) {
 		t.Fatalf("page shows %q, want the refusal with error code %s", body, code)
@@ -142,7 +145,11 @@ func TestDirectorySignIn(t *testing.T) {
 	// Later: a fresh browser with the wrapper's signon hint goes straight to the account.
 	later := newBrowser(t)
 	step(t, later, "directory sign-in with signon",
-		chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin?signon="+url.QueryEscape(anna.Username)))
+		chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin?signon="+url.QueryEscape(anna.Username)),
+		chromedp.WaitVisible(`input[name="username"]`))
+	if hint := eval[string](t, later, `document.querySelector('input[name="username"]').value`); hint != anna.Username {
+		t.Errorf("the provider's form shows username %q, want the signon %q passed as its login_hint", hint, anna.Username)
+	}
 	providerLogin(t, later, "#account")
 	if got := textOf(t, later, "#account"); got != "Coach Carter" {
 		t.Errorf("later directory sign-in lands as %q, want Coach Carter directly", got)
@@ -241,7 +248,7 @@ func TestDirectoryExpiredToken(t *testing.T) {
 	s, _ := startDirectoryStack(t, func() time.Time { return time.Now().Add(2 * time.Hour) })
 	ctx := newBrowser(t)
 	step(t, ctx, "start", chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin"))
-	providerLogin(t, ctx, "h1")
+	providerLogin(t, ctx, "#problem")
 	body := problemShown(t, ctx, "directory_token_expired")
 	if !strings.Contains(body, "Directory answer expired") {
 		t.Errorf("refusal page = %q, want the title Directory answer expired", body)

@@ -45,6 +45,7 @@ type stack struct {
 	appLogs *harness.SyncBuffer
 	partner *httptest.Server
 	key     *harness.Key
+	rootCA  string   // an HTTPS stack's root certificate (appstack.Stack.RootCA)
 	pages   sync.Map // path → HTML
 	n       int
 }
@@ -65,7 +66,7 @@ func startStackWith(t *testing.T, c appstack.Config) *stack {
 	c.Issuer, c.Audience, c.KeyID, c.Password = issuer, audience, "e2e-1", password
 	c.FrameAncestors, c.Origins = "'self' http://127.0.0.1:*", []string{s.partner.URL}
 	st := appstack.Start(t, c)
-	s.gateway, s.app, s.appLogs, s.key = st.Gateway, st.App, st.AppLogs, st.Key
+	s.gateway, s.app, s.appLogs, s.key, s.rootCA = st.Gateway, st.App, st.AppLogs, st.Key, st.RootCA
 	return s
 }
 

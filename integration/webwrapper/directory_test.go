@@ -33,7 +33,7 @@ func TestDirectorySignOn(t *testing.T) {
 	login.do(t, "the directory's login form", chromedp.WaitVisible(`input[name="username"]`))
 	login.screenshot(t, "directory-login")
 	login.do(t, "directory sign-in",
-		chromedp.SendKeys(`input[name="username"]`, user.Username),
+		chromedp.SetValue(`input[name="username"]`, user.Username),
 		chromedp.SendKeys(`input[name="password"]`, user.Password),
 		chromedp.Click(`button[type="submit"]`),
 		chromedp.WaitVisible(chromedp.ID("first-visit")))

@@ -11,13 +11,18 @@ import (
 	"testing"
 )
 
-// TempDir is t.TempDir, but on Windows removed file by file: Go 1.26's os.RemoveAll on
+// TempDir is t.TempDir, of mode 0700 as the wrapper's own folders are (a socket is made
+// only in such a folder), and on Windows removed file by file: Go 1.26's os.RemoveAll on
 // Windows deletes with a call Wine 8 does not implement ("unlinkat …: Invalid function"),
 // which would fail every test that made a folder.
 func TempDir(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "windows" {
-		return t.TempDir()
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatalf("making a temporary folder private: %v", err)
+		}
+		return dir
 	}
 	dir, err := os.MkdirTemp("", "wintest-")
 	if err != nil {

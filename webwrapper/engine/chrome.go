@@ -49,6 +49,19 @@ type Chrome struct {
 	stopErr      error
 	wasMaximized bool        // the window state before Minimize, for Restore
 	sessionOps   chan string // signedIn / signedOut for keepSession; nil when not kept
+
+	// The page's JavaScript worlds (execution contexts) as the browser announces them:
+	// host events count, and page calls run, only in the service's origin.
+	origin   string                               // the service's, from Options
+	targetID string                               // the window's target, whose id its main frame shares
+	contexts map[runtime.ExecutionContextID]world // by id, the main worlds of the page's frames
+	main     world                                // the main frame's main world; zero while there is none
+}
+
+// world is one main world (default execution context) of a frame of the page.
+type world struct {
+	uniqueID string // system-unique: an id may be reused by another renderer process
+	origin   string
 }
 
 // NewChrome returns an engine that starts no browser before Start.
@@ -73,6 +86,15 @@ func (c *Chrome) Start(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	service := o.ServiceURL
+	if service == "" {
+		service = o.URL
+	}
+	origin, err := OriginOf(service)
+	if err != nil {
+		return fmt.Errorf("starting browser: %w", err)
+	}
+	c.origin, c.contexts = origin, map[runtime.ExecutionContextID]world{}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), allocatorOptions(exe, o)...)
 	bctx, cancel := chromedp.NewContext(actx)
 	c.ctx, c.cancel, c.cancelAlloc = bctx, cancel, cancelAlloc
@@ -103,6 +125,7 @@ func (c *Chrome) start(ctx context.Context, o Options) error {
 	if o.KeepSession && o.ProfileDir != "" {
 		c.sessionOps = make(chan string, 16) // before Listen: onEvent reads it
 	}
+	c.targetID = string(chromedp.FromContext(c.ctx).Target.TargetID) // before Listen too
 	if err := chromedp.Listen(c.ctx, c.onEvent); err != nil {
 		return err
 	}
@@ -215,11 +238,19 @@ const callJS = `(async (fn, args) => {
   }
 })`
 
-// Call awaits window.svcApp.<fn>(...args). A page without svcApp.<fn> (not loaded yet,
-// or another site) is a *PageError with code host_unavailable.
+// Call awaits window.svcApp.<fn>(...args) in the main world of the page the window shows,
+// when that page is of the service's origin. A page of another origin, or none yet, is a
+// *PageError with code host_unavailable, and the arguments never reach it; so is a
+// service page without svcApp.<fn> (not loaded yet).
 func (c *Chrome) Call(ctx context.Context, fn string, args []any, result any) error {
 	if !fnName.MatchString(fn) {
 		return fmt.Errorf("calling page: %q is not a function name", fn)
+	}
+	c.mu.Lock()
+	main := c.main
+	c.mu.Unlock()
+	if main.uniqueID == "" || main.origin != c.origin {
+		return &PageError{Code: "host_unavailable", Message: "the window shows no page of the service"}
 	}
 	if args == nil {
 		args = []any{}
@@ -231,8 +262,11 @@ func (c *Chrome) Call(ctx context.Context, fn string, args []any, result any) er
 	jsFn, _ := json.Marshal(fn)
 	sctx, stop := c.scope(ctx)
 	defer stop()
+	// The world checked above and no other: if the page has navigated meanwhile, the
+	// call fails instead of running in the next page.
+	inWorld := func(p *runtime.EvaluateParams) { p.UniqueContextID = main.uniqueID }
 	raw, err := chromedp.Run(sctx, chromedp.Evaluate[[]byte](
-		callJS+"("+string(jsFn)+","+string(jsArgs)+")", chromedp.EvalAwaitPromise))
+		callJS+"("+string(jsFn)+","+string(jsArgs)+")", chromedp.EvalAwaitPromise, inWorld))
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("calling %s: %w", fn, ctx.Err())
@@ -262,11 +296,43 @@ func (c *Chrome) Call(ctx context.Context, fn string, args []any, result any) er
 	return nil
 }
 
-// onEvent runs in chromedp's read loop, so it only queues.
+// onEvent runs in chromedp's read loop, so it only records and queues. The browser
+// announces a world before any script runs in it, so a host event's world is known when
+// the event comes.
 func (c *Chrome) onEvent(ev any) {
-	b, ok := ev.(*runtime.EventBindingCalled)
-	if !ok || b.Name != hostBinding {
+	var b *runtime.EventBindingCalled
+	switch ev := ev.(type) {
+	case *runtime.EventExecutionContextCreated:
+		c.worldCreated(ev.Context)
 		return
+	case *runtime.EventExecutionContextDestroyed:
+		c.mu.Lock()
+		for id, w := range c.contexts {
+			if w.uniqueID == ev.ExecutionContextUniqueID {
+				delete(c.contexts, id)
+			}
+		}
+		if c.main.uniqueID == ev.ExecutionContextUniqueID {
+			c.main = world{}
+		}
+		c.mu.Unlock()
+		return
+	case *runtime.EventExecutionContextsCleared:
+		c.mu.Lock()
+		clear(c.contexts)
+		c.main = world{}
+		c.mu.Unlock()
+		return
+	case *runtime.EventBindingCalled:
+		b = ev
+	default:
+		return
+	}
+	c.mu.Lock()
+	from, known := c.contexts[b.ExecutionContextID]
+	c.mu.Unlock()
+	if b.Name != hostBinding || !known || from.origin != c.origin {
+		return // another origin's page, or a world that is not a page's main one
 	}
 	var msg struct {
 		Event string          `json:"event"`
@@ -287,6 +353,25 @@ func (c *Chrome) onEvent(ev any) {
 	select {
 	case c.wake <- struct{}{}:
 	default:
+	}
+}
+
+// worldCreated records a frame's main world; other worlds (isolated ones, workers) are
+// not the page's and are left out.
+func (c *Chrome) worldCreated(d *runtime.ExecutionContextDescription) {
+	var aux struct {
+		FrameID   string `json:"frameId"`
+		IsDefault bool   `json:"isDefault"`
+	}
+	if d == nil || len(d.AuxData) == 0 || json.Unmarshal(d.AuxData, &aux) != nil || !aux.IsDefault {
+		return
+	}
+	w := world{uniqueID: d.UniqueID, origin: d.Origin}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.contexts[d.ID] = w
+	if aux.FrameID == c.targetID {
+		c.main = w
 	}
 }
 

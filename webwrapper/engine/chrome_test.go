@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -299,3 +300,66 @@ func TestCandidates(t *testing.T) {
 
 // chromedpProcess is the browser's process.
 func chromedpProcess(c *Chrome) *os.Process { return chromedp.FromContext(c.ctx).Browser.Process() }
+
+// A page of another origin in the window (a directory's identity provider, a link the
+// user followed, a frame in the service's page) has window.svcHost too, and its own
+// svcApp; yet its host events are dropped and no page call reaches it, so that it can
+// neither sign in for the wrapper nor receive a person's data.
+func TestChromeForeignOrigin(t *testing.T) {
+	c, base := startChrome(t, Options{})
+	wantReady(t, c, "/")
+	// Another origin on the same host, so that the browser keeps its frames in the
+	// service page's process, where the host binding reaches them.
+	foreign := httptest.NewServer(http.FileServer(http.Dir("testdata")))
+	t.Cleanup(foreign.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	if err := c.Navigate(ctx, foreign.URL+"/signedin.html"); err != nil {
+		t.Fatal(err)
+	}
+	var echoed any
+	var pe *PageError
+	if err := c.Call(ctx, "echo", []any{map[string]any{"firstname": "Åsa"}}, &echoed); !errors.As(err, &pe) || pe.Code != "host_unavailable" {
+		t.Errorf("Call(echo) on a page of another origin = %v, %v; want host_unavailable and nothing sent", echoed, err)
+	}
+	// Back on the service's page, its ready is the next event: the other page's ready and
+	// signedIn were dropped.
+	if err := c.Navigate(ctx, base+"/other.html"); err != nil {
+		t.Fatal(err)
+	}
+	wantReady(t, c, "/other.html")
+	var n int
+	if err := c.Call(ctx, "add", []any{2, 3}, &n); err != nil || n != 5 {
+		t.Errorf("Call(add) on the service's page again = %d, %v; want 5", n, err)
+	}
+
+	// A frame of another origin in the service's page: its events are dropped, the page's
+	// own arrive in order around them.
+	if err := c.Navigate(ctx, base+"/frame.html?src="+url.QueryEscape(foreign.URL+"/signedin.html")); err != nil {
+		t.Fatal(err)
+	}
+	wantReady(t, c, "/frame.html")
+	if ev := nextEvent(t, c); ev.Name != "frameLoaded" {
+		t.Errorf("event after the frame loaded = %s %s, want frameLoaded: the frame's events dropped", ev.Name, ev.Data)
+	}
+}
+
+func TestOriginOf(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"http://localhost:8080/app/signin", "http://localhost:8080"},
+		{"HTTPS://Svc.Example:443/app", "https://svc.example"},
+		{"http://svc.example:80", "http://svc.example"},
+		{"https://svc.example:8443/app?x=1", "https://svc.example:8443"},
+		{"http://[::1]:9000/", "http://[::1]:9000"},
+	} {
+		if got, err := OriginOf(tt.in); err != nil || got != tt.want {
+			t.Errorf("OriginOf(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "file:///app", "data:text/html,x", "https:///app", "%zz"} {
+		if got, err := OriginOf(bad); err == nil {
+			t.Errorf("OriginOf(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -7,13 +7,22 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 )
 
 // Options are what a window starts with, taken from the wrapper's configuration.
 type Options struct {
-	// URL is the first page opened (the AppUrl setting).
+	// URL is the first page opened (the AppUrl setting, or AdfsUrl).
 	URL string
+	// ServiceURL is the service's address (the AppUrl setting): host events are taken,
+	// and page calls run, only in a document of its origin (scheme, host and port), so
+	// that a page of another origin shown in the window (a directory's identity provider,
+	// a link the user followed, a frame) can neither sign in for the wrapper nor receive
+	// a person's data. Empty is URL.
+	ServiceURL string
 	// ProfileDir is the browser's persistent profile folder, so that a session survives
 	// a restart of the window.
 	ProfileDir string
@@ -100,4 +109,23 @@ func (e *PageError) Error() string {
 		return "page: " + e.Code
 	}
 	return fmt.Sprintf("page: %s: %s", e.Code, e.Message)
+}
+
+// OriginOf is the origin of an http(s) address as browsers write it: the scheme and host in
+// lower case, the port only when it is not the scheme's default (http://svc.example:8080,
+// https://svc.example).
+func OriginOf(address string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(address))
+	if err != nil {
+		return "", fmt.Errorf("reading the service's address: %w", err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if (scheme != "http" && scheme != "https") || u.Hostname() == "" {
+		return "", errors.New("reading the service's address: not an http or https address")
+	}
+	host := strings.ToLower(u.Host)
+	if port := u.Port(); (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		host = strings.TrimSuffix(host, ":"+port)
+	}
+	return scheme + "://" + host, nil
 }

@@ -64,6 +64,11 @@ func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, nil, fmt.Errorf("creating the instance folder: %w", err)
 	}
+	// The folder is the wrapper's own (lock, endpoint, browser profile), and its endpoint
+	// may be made only in a folder nobody else may enter: one left wider is narrowed.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return false, nil, fmt.Errorf("making the instance folder private: %w", err)
+	}
 	lock := flock.New(filepath.Join(dir, lockName))
 	var last error
 	for {

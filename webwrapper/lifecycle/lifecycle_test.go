@@ -112,7 +112,7 @@ func TestEngineOptions(t *testing.T) {
 	w := &wrapper{cfg: cfg, dir: dir, o: Options{Browser: "/usr/bin/chromium", BrowserFlags: []string{"--headless=new"}}}
 	got, warning := w.engineOptions()
 	want := engine.Options{
-		URL: "https://svc.example/app/signin", ProfileDir: filepath.Join(dir, "profile"),
+		URL: "https://svc.example/app/signin", ServiceURL: "https://svc.example/app/signin", ProfileDir: filepath.Join(dir, "profile"),
 		Bounds: engine.Bounds{Left: 10, Top: 20, Width: 800, Height: 600}, Zoom: 1.25,
 		Language: "nb-NO", Debug: true, Browser: "/usr/bin/chromium", PreferEdge: true, ExtraFlags: []string{"--headless=new"},
 		KeepSession: true, // RememberLoggedInUser's default
@@ -123,7 +123,7 @@ func TestEngineOptions(t *testing.T) {
 	w.o.AppURL, w.o.Profile = "http://localhost:9/app", filepath.Join(dir, "p2")
 	cfg.Set(config.BrowserEngine, "InternetExplorer")
 	got, warning = w.engineOptions()
-	if got.URL != w.o.AppURL || got.ProfileDir != w.o.Profile || got.PreferEdge || warning == "" {
+	if got.URL != w.o.AppURL || got.ServiceURL != w.o.AppURL || got.ProfileDir != w.o.Profile || got.PreferEdge || warning == "" {
 		t.Errorf("with flags and InternetExplorer: %+v, %q; want the flags, the default engine and a warning", got, warning)
 	}
 	cfg.SetBool(config.RememberLoggedInUser, false)
@@ -177,6 +177,9 @@ func TestStartOptions(t *testing.T) {
 			if opts.URL != tt.url || opts.Language != tt.language || external != tt.external || opts.SessionKey != sessionKey(tt.external) {
 				t.Errorf("startOptions = URL %q, language %q, external %q, session %q; want %q, %q, %q, %q",
 					opts.URL, opts.Language, external, opts.SessionKey, tt.url, tt.language, tt.external, sessionKey(tt.external))
+			}
+			if opts.ServiceURL != "https://svc.example/app/signin" {
+				t.Errorf("service URL = %q, want AppUrl's: the directory sign-in does not move the service", opts.ServiceURL)
 			}
 			if signOut != "https://svc.example/app/directory/clinic/signin?signout=1" {
 				t.Errorf("sign-out URL = %q, want AdfsUrl with signout=1", signOut)

@@ -181,6 +181,7 @@ func (w *wrapper) engineOptions() (engine.Options, string) {
 	if w.o.AppURL != "" {
 		o.URL = w.o.AppURL
 	}
+	o.ServiceURL = o.URL // AdfsUrl may take URL's place; the service stays where AppUrl says
 	if w.o.Profile != "" {
 		o.ProfileDir = w.o.Profile
 	}

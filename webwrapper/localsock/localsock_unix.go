@@ -8,13 +8,23 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"syscall"
 )
 
-// Listen makes the socket at path with mode 0600. A socket left there by a crashed
-// process (whose id may have been reused) is removed when nothing answers on it; one that
-// answers is refused with ErrInUse, so that a second listener never steals a live one's
-// name. Closing the listener removes the socket.
+// socketMode is the socket's mode: the user's alone.
+const socketMode = 0o600
+
+// Listen makes the socket at path, of mode 0600 from the moment it exists: it is bound
+// under a umask that leaves nobody else any access, never made wider and narrowed after.
+// Its folder must be PrivateFolder. A socket left there by a crashed process (whose id may
+// have been reused) is removed when nothing answers on it; one that answers is refused
+// with ErrInUse, so that a second listener never steals a live one's name. Closing the
+// listener removes the socket.
 func Listen(path string) (net.Listener, error) {
+	if err := PrivateFolder(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
 		if c, err := net.Dial("unix", path); err == nil {
 			c.Close()
@@ -22,16 +32,37 @@ func Listen(path string) (net.Listener, error) {
 		}
 		os.Remove(path)
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := bind(path)
 	if err != nil {
 		return nil, err
 	}
-	// The folder is the user's alone, so the moment before chmod exposes nothing.
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Fail closed should a system make it otherwise.
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Perm() != socketMode {
 		ln.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s: the socket is not of mode 0600", path)
 	}
 	return ln, nil
+}
+
+// PrivateFolder checks that dir is a folder (not a link to one) of the current user that
+// nobody else may enter, read or write (mode 0700 or narrower). In another's folder, or
+// one others may write to, a socket could be replaced, or its requests read, by someone
+// else.
+func PrivateFolder(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking the socket folder: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("socket folder %s is not a folder", dir)
+	case !ok || int(st.Uid) != os.Getuid():
+		return fmt.Errorf("socket folder %s is not this user's", dir)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("socket folder %s has mode %04o, want 0700", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // Dial connects to the socket at path.

@@ -278,8 +278,8 @@ func TestPathFallback(t *testing.T) {
 	}
 }
 
-// A runtime folder that others may write to is not used: the socket goes to the user's
-// private folder under the temporary folder instead.
+// A runtime folder that others may enter, read or write is not used: the socket goes to
+// the user's private folder under the temporary folder instead.
 func TestPathRuntimeDirChecked(t *testing.T) {
 	tmp := wintest.TempDir(t)
 	t.Setenv("TMPDIR", tmp)
@@ -290,7 +290,8 @@ func TestPathRuntimeDirChecked(t *testing.T) {
 		want string // "runtime" = in the runtime folder
 	}{
 		{"0700", 0o700, "runtime"},
-		{"0755", 0o755, "runtime"},
+		{"0755", 0o755, private},
+		{"0710", 0o710, private},
 		{"1777", os.ModeSticky | 0o777, private},
 		{"0770", 0o770, private},
 		{"0702", 0o702, private},

@@ -6,8 +6,13 @@ package appstack
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,7 +40,16 @@ type Config struct {
 	Directories func(publicURL string) []web.Directory
 	// DirectoryNow is the app service's ID token clock; time.Now when nil.
 	DirectoryNow func() time.Time
+	// HTTPS, when true, runs the gateway as it is deployed: https://HTTPSHost:port with a
+	// certificate of Caddy's own local CA (tls internal), so that the browser sees the
+	// __Host- cookies, Secure and HSTS of production. Stack.RootCA is that CA's root.
+	HTTPS bool
 }
+
+// HTTPSHost is an HTTPS stack's host name: a name, not an address, as in production
+// (browsers keep HSTS for names only; .test is reserved, RFC 6761). The stack's clients and
+// the tests' browser (browser.Resolve) reach it on 127.0.0.1.
+const HTTPSHost = "app.partnergate.test"
 
 // Stack is a running gateway in front of an app service.
 type Stack struct {
@@ -43,6 +57,9 @@ type Stack struct {
 	App     *appservice.Server
 	Key     *harness.Key // the partner's signing key
 	AppLogs *harness.SyncBuffer
+	// RootCA is the PEM file of the root that an HTTPS stack's certificate chains to
+	// (Caddy's local CA); "" for a plain HTTP stack.
+	RootCA string
 }
 
 // Start starts the stack for t; it stops with t, and logs both sides' output when t fails.
@@ -63,14 +80,25 @@ func Start(t *testing.T, c Config) *Stack {
 	if c.HeaderPrefix != "" {
 		prefix, strip = "\n\t\t\theader_prefix "+c.HeaderPrefix, c.HeaderPrefix
 	}
+	// Over HTTPS: Caddy's local CA, whose root it must not install into this machine's
+	// trust store, and no listener on port 80 for redirects to HTTPS.
+	global, site := "", "http://127.0.0.1:{{.Port}} {"
+	if c.HTTPS {
+		global = "\n\tskip_install_trust\n\tauto_https disable_redirects\n\thttp_port {{.Vars.http}}"
+		site = "https://" + HTTPSHost + ":{{.Port}} {\n\tbind 127.0.0.1\n\ttls internal"
+	}
 	var err error
 	for attempt := 1; ; attempt++ {
 		appPort := freeport.For(t)
+		vars := map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)}
+		if c.HTTPS {
+			vars["http"] = strconv.Itoa(freeport.For(t))
+		}
 		s.Gateway = harness.StartCaddy(t, harness.Config{
 			Caddyfile: `{
-	admin {{.Admin}}
+	admin {{.Admin}}` + global + `
 }
-http://127.0.0.1:{{.Port}} {
+` + site + `
 	route /partner/* {
 		jwt_partner {
 			partner demo {
@@ -86,9 +114,12 @@ http://127.0.0.1:{{.Port}} {
 		header_up -` + strip + `*
 	}
 }`,
-			Vars: map[string]string{"jwks": jwks, "app": "127.0.0.1:" + strconv.Itoa(appPort)},
+			Vars: vars,
 			Env:  []string{"PARTNERGATE_UPSTREAM_SECRET=" + secret},
 		})
+		if c.HTTPS {
+			s.RootCA = serveHTTPS(t, s.Gateway)
+		}
 		var dirs []web.Directory
 		if c.Directories != nil {
 			dirs = c.Directories(s.Gateway.URL)
@@ -122,4 +153,42 @@ http://127.0.0.1:{{.Port}} {
 		}
 	})
 	return s
+}
+
+// serveHTTPS waits until the HTTPS gateway g answers a TLS handshake for HTTPSHost with a
+// certificate that chains to Caddy's local root (Caddy issues it after its listener is up),
+// points g's URL and Transport at the name, and returns the root's file.
+func serveHTTPS(t *testing.T, g *harness.Caddy) string {
+	t.Helper()
+	// Caddy keeps its data in $XDG_DATA_HOME/caddy, which the harness sets to its folder.
+	root := filepath.Join(g.Dir, "caddy", "pki", "authorities", "local", "root.crt")
+	addr := "127.0.0.1:" + strconv.Itoa(g.Port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pool := x509.NewCertPool()
+		pem, err := os.ReadFile(root)
+		if err == nil && pool.AppendCertsFromPEM(pem) {
+			var conn *tls.Conn
+			conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{ServerName: HTTPSHost, RootCAs: pool})
+			if err == nil {
+				conn.Close()
+				d := &net.Dialer{Timeout: 10 * time.Second}
+				g.URL = "https://" + net.JoinHostPort(HTTPSHost, strconv.Itoa(g.Port))
+				g.Transport = &http.Transport{
+					TLSClientConfig: &tls.Config{RootCAs: pool},
+					DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+						if host, port, _ := net.SplitHostPort(a); host == HTTPSHost {
+							a = net.JoinHostPort("127.0.0.1", port)
+						}
+						return d.DialContext(ctx, network, a)
+					},
+				}
+				return root
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway does not answer HTTPS for %s with a certificate of its local CA (%s): %v\n%s", HTTPSHost, root, err, g.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

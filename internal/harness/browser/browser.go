@@ -6,6 +6,8 @@ package browser
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -60,4 +62,37 @@ func New(t testing.TB, opts ...chromedp.ExecAllocatorOption) context.Context {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return ctx
+}
+
+// TrustRoot is the option of a browser that trusts the CA certificate in caFile (PEM) as a
+// root, the way a person's computer trusts a CA its administrator added: in the user's NSS
+// database ($HOME/.pki/nssdb), where Chromium on Linux keeps the roots a user added, made
+// with NSS's certutil in a home folder of the browser's own. Nothing else is relaxed: a
+// certificate of another CA, for another name or expired is refused as always.
+func TrustRoot(t testing.TB, caFile string) chromedp.ExecAllocatorOption {
+	t.Helper()
+	certutil, err := exec.LookPath("certutil")
+	if err != nil {
+		t.Fatalf("certutil not found: install Debian's libnss3-tools package (apt-get install libnss3-tools, which scripts/test-deps.sh does) and run again")
+	}
+	home := t.TempDir()
+	db := "sql:" + filepath.Join(home, ".pki", "nssdb")
+	if err := os.MkdirAll(filepath.Join(home, ".pki", "nssdb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-N", "-d", db, "--empty-password"},
+		{"-A", "-d", db, "-n", "partnergate test root", "-t", "C,,", "-i", caFile},
+	} {
+		if out, err := exec.Command(certutil, args...).CombinedOutput(); err != nil {
+			t.Fatalf("certutil %v: %v\n%s", args, err, out)
+		}
+	}
+	return chromedp.Env("HOME=" + home)
+}
+
+// Resolve is the option of a browser that resolves host to addr (an IP address), as the
+// name's DNS record would in production; other names resolve as usual.
+func Resolve(host, addr string) chromedp.ExecAllocatorOption {
+	return chromedp.Flag("host-resolver-rules", "MAP "+host+" "+addr)
 }

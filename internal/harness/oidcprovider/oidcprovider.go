@@ -1,157 +1,130 @@
-// Package oidcprovider starts a real OpenID Connect provider on loopback for the directory
-// sign-in tests: zitadel/oidc's example OpenID provider at a pinned version, built once
-// with go install into the user's cache folder (as the suite's other tools are set up, so
-// a fresh machine needs nothing by hand) and run as its own process with static users. It
-// registers the clients "web" and "api", both with the secret "secret", and serves its own
-// login form at /login/username.
+// Package oidcprovider runs a real OpenID Connect provider on loopback for the tests that
+// sign people in through one: zitadel/oidc's OpenID Provider (package op, at the version
+// go.mod pins) over an in-memory storage of its own. Its users carry whatever the tests
+// need in their ID tokens: further claims (a tenant's tid, groups, roles, a national
+// identity number such as pid) and an acr each, so it stands in for a company directory
+// (Microsoft Entra ID, ADFS) and for a national electronic ID alike. It serves discovery,
+// the authorization code flow with PKCE, the token, userinfo and keys endpoints,
+// RP-initiated logout (end_session_endpoint) and its own login form at /login/username.
+//
+// It runs in the test's process, on a loopback port of its own, and stops with the test.
 package oidcprovider
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
+	"context"
+	"crypto/rand"
+	"errors"
+	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/text/language"
+
 	"github.com/partnergate/partnergate/internal/freeport"
-	"github.com/partnergate/partnergate/internal/harness"
 )
 
-// Version is the pinned zitadel/oidc module whose example provider runs.
-const Version = "v3.52.0"
-
-const pkg = "github.com/zitadel/oidc/v3/example/server"
-
-// Client ids and the secret the example provider registers.
+// The clients Start registers, both with ClientSecret.
 const (
 	ClientWeb    = "web"
 	ClientAPI    = "api"
 	ClientSecret = "secret"
 )
 
-// User is a static user of the provider: its sub is ID.
+// User is a user of the provider: ID is its sub, Username and Password what its login
+// form takes.
 type User struct {
 	ID, Username, Password, FirstName, LastName, Email string
+	// Claims are further claims of the user's ID tokens, as the provider's directory holds
+	// them: "tid" (a tenant), "groups" or "roles" (lists of strings), "pid" (a national
+	// identity number). They cannot replace the claims the provider sets itself (iss, sub,
+	// aud, exp, iat, nonce, acr, amr, auth_time, at_hash, c_hash).
+	Claims map[string]any
+	// ACR is the acr claim of the user's ID tokens: the assurance of the sign-in (a
+	// national eID's level, such as "idporten-loa-high"); none when empty.
+	ACR string
+}
+
+// Client is a relying party registered at the provider: a confidential web client
+// (client_secret_basic or client_secret_post) of the code flow.
+type Client struct {
+	ID, Secret   string
+	RedirectURIs []string
+	// PostLogoutRedirectURIs are where end_session may send the browser back to; without
+	// one it ends on the provider's own /logged-out page.
+	PostLogoutRedirectURIs []string
+}
+
+// Config is what a provider knows.
+type Config struct {
+	Clients []Client
+	Users   []User
 }
 
 // Provider is a running provider.
 type Provider struct {
-	// Issuer is its issuer URL, http://localhost:<port>/ (the provider names itself so).
+	// Issuer is its issuer URL, http://localhost:<port>/.
 	Issuer string
-	logs   *harness.SyncBuffer
 }
 
-var build struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// binary returns the provider's program, installing it into the cache folder the first time
-// on this machine.
-func binary(t testing.TB) string {
-	t.Helper()
-	build.once.Do(func() {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			build.err = err
-			return
-		}
-		dir := filepath.Join(cache, "partnergate", "zitadel-oidc-"+Version)
-		build.path = filepath.Join(dir, "server")
-		if _, err := os.Stat(build.path); err == nil {
-			return
-		}
-		// Installed into a temporary folder and renamed, so that a test process that
-		// runs at the same time never starts half a program.
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
-				tmp, err = os.MkdirTemp(filepath.Dir(dir), "install-")
-			}
-			if err != nil {
-				build.err = err
-				return
-			}
-		}
-		defer os.RemoveAll(tmp)
-		cmd := exec.Command("go", "install", pkg+"@"+Version)
-		cmd.Dir = tmp
-		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go install %s@%s: %v\n%s", pkg, Version, err, out)
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			build.err = err
-			return
-		}
-		if err := os.Rename(filepath.Join(tmp, "server"), build.path); err != nil && !fileExists(build.path) {
-			build.err = err
-		}
-	})
-	if build.err != nil {
-		t.Fatalf("building the OpenID provider: %v", build.err)
-	}
-	return build.path
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// Start starts a provider for t with users, allowing the redirect URIs; it stops with t.
+// Start starts a provider for t with users and the clients ClientWeb and ClientAPI, both
+// allowed redirectURIs; it stops with t.
 func Start(t testing.TB, redirectURIs []string, users ...User) *Provider {
 	t.Helper()
-	bin := binary(t)
-	dir := t.TempDir()
-	m := map[string]any{}
-	for _, u := range users {
-		m[u.ID] = map[string]any{"ID": u.ID, "Username": u.Username, "Password": u.Password, "FirstName": u.FirstName,
-			"LastName": u.LastName, "Email": u.Email, "EmailVerified": true, "PreferredLanguage": "en"}
-	}
-	b, err := json.Marshal(m)
+	return StartWith(t, Config{Users: users, Clients: []Client{
+		{ID: ClientWeb, Secret: ClientSecret, RedirectURIs: redirectURIs},
+		{ID: ClientAPI, Secret: ClientSecret, RedirectURIs: redirectURIs},
+	}})
+}
+
+// StartWith starts a provider for t with c; it stops with t.
+func StartWith(t testing.TB, c Config) *Provider {
+	t.Helper()
+	st, err := newStorage(c)
 	if err != nil {
-		t.Fatal(err)
-	}
-	usersFile := filepath.Join(dir, "users.json")
-	if err := os.WriteFile(usersFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freeport.For(t)
-	p := &Provider{Issuer: "http://localhost:" + strconv.Itoa(port) + "/", logs: &harness.SyncBuffer{}}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "USERS_FILE="+usersFile, "REDIRECT_URI="+strings.Join(redirectURIs, ","))
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the OpenID provider: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("OpenID provider log:\n%s", p.logs.String())
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		res, err := http.Get(p.Issuer + ".well-known/openid-configuration")
-		if err == nil {
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the OpenID provider did not start: %v\n%s", err, p.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(freeport.For(t)))
+	if err != nil {
+		t.Fatalf("starting the OpenID provider: %v", err)
 	}
+	p := &Provider{Issuer: "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/"}
+	var key [32]byte
+	_, _ = rand.Read(key[:]) // crypto/rand.Read never fails (Go 1.24)
+	o, err := op.NewProvider(&op.Config{
+		CryptoKey:                key,
+		DefaultLogoutRedirectURI: loggedOutPath,
+		CodeMethodS256:           true,
+		AuthMethodPost:           true,
+		SupportedUILocales:       []language.Tag{language.English},
+	}, st, op.StaticIssuer(p.Issuer),
+		op.WithAllowInsecure(), // an http issuer, on loopback
+		op.WithCustomAuthEndpoint(op.NewEndpoint("auth")))
+	if err != nil {
+		t.Fatalf("starting the OpenID provider: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(loginPath, op.NewIssuerInterceptor(o.IssuerFromRequest).Handler(&login{st: st, callback: op.AuthCallbackURL(o)}))
+	mux.HandleFunc(loggedOutPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(`<!doctype html><title>Signed out</title><h1 id="provider-signed-out">Signed out of the provider</h1>`))
+	})
+	mux.Handle("/", o)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("the OpenID provider stopped: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	return p
 }
