@@ -94,6 +94,12 @@ const (
 	CodeDirectoryUnavailable  Code = "directory_unavailable"   // the provider does not answer (discovery or code exchange)
 )
 
+// The app service's desktop sign-on codes (/app/device/…, the desktop wrapper's).
+const (
+	CodeDeviceSignOnInvalid Code = "device_signon_invalid" // no live device sign-on has this secret: unknown, revoked, expired, or a used one presented again
+	CodeDeviceSignOnRefused Code = "device_signon_refused" // the session may not get one: not an instructor's, not fresh from a sign-in, or started by a device sign-on
+)
+
 // The app service's JSON API codes (/app/api/). It also answers not_found, csrf_invalid,
 // method_not_allowed, unsupported_media_type, body_too_large and internal_error.
 const (
@@ -186,6 +192,9 @@ var kinds = map[Code]kind{
 	CodeDirectoryTokenInvalid: {"Directory answer not valid", http.StatusUnauthorized},
 	CodeDirectoryTokenExpired: {"Directory answer expired", http.StatusUnauthorized},
 	CodeDirectoryUnavailable:  {"Directory unavailable", http.StatusServiceUnavailable},
+
+	CodeDeviceSignOnInvalid: {"Desktop sign-on not valid", http.StatusUnauthorized},
+	CodeDeviceSignOnRefused: {"Desktop sign-on refused", http.StatusForbidden},
 
 	CodeSessionRequired:      {"Session required", http.StatusUnauthorized},
 	CodeOriginForbidden:      {"Cross-origin request refused", http.StatusForbidden},

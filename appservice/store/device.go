@@ -131,7 +131,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), sess.Account.ID, org, b.External
 }
 
 // DeviceSignIn exchanges a device sign-on's secret, presented by the installation and
-// external user of b, for a new session of its account and the device sign-on's next
+// external user of b (whose computer, when not empty, renames the listed one), for a new session of its account and the device sign-on's next
 // secret: each secret is good for one exchange. A secret exchanged before (someone holds
 // a copy), or presented for another installation or external user, ends the device
 // sign-on with the sessions it started (ErrDeviceReused, ErrDeviceUnknown); so do the idle
@@ -198,7 +198,8 @@ WHERE x.secret_hash = ?`), hashSecret(secret)).Scan(&id, &account, &org, &extern
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO device_secrets (secret_hash, device_id) VALUES (?, ?)`), nextHash, id); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE device_signons SET last_used_at = ? WHERE id = ?`), now, id); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE device_signons SET last_used_at = ?, computer = COALESCE(NULLIF(?, ''), computer) WHERE id = ?`),
+			now, b.Computer, id); err != nil {
 			return err
 		}
 		// The organization it was issued in while the account is still its instructor,

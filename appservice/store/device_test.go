@@ -223,14 +223,14 @@ func TestDeviceSignOnExpiry(t *testing.T) {
 			ctx := context.Background()
 			c := newClock()
 			s := b.open(t, c)
-			secret, in := issue(t, s)
+			secret, _ := issue(t, s)
 			c.Add(DefaultDeviceIdle - time.Minute)
 			secret = signIn(t, s, secret).Secret
 			c.Add(DefaultDeviceIdle)
 			refused(t, s, secret, desk, ErrDeviceExpired, "after 30 idle days")
 
 			c.Add(time.Hour)
-			in = instructorSignIn(t, s)
+			in := instructorSignIn(t, s)
 			secret, _, err := s.IssueDeviceSignOn(ctx, in.Token, desk)
 			if err != nil {
 				t.Fatal(err)
