@@ -361,15 +361,18 @@ body() { sed '1,/^$/d' <<<"$answer"; }
 form_csrf() { sed -n '/name="csrf"/{s/.*name="csrf" value="\([^"]*\)".*/\1/p;q;}' <<<"$answer"; }
 
 # follow_login URL: opens a login URL in a fresh browser as a person does (its page, then
-# the page's post of the one-time code with the CSRF cookie and field). $answer is the
-# answer that ends it: a redirect into the application, or the refusal page.
+# the page's post of the one-time code with the CSRF cookie and field; a fresh browser is
+# new to the link's account, so the page asks "Continue as …?" and the person answers
+# Continue). $answer is the answer that ends it: a redirect into the application, or the
+# refusal page.
 follow_login() {
-	local csrf
+	local csrf answered=""
 	jar=""
 	request GET "${1#"$gateway"}"
 	csrf=$(form_csrf)
 	[ -n "$csrf" ] || return 0
-	request POST /app/login application/x-www-form-urlencoded "code=${1#*code=}&csrf=$csrf"
+	case "$answer" in *'id="ask-continue"'*) answered="&action=continue" ;; esac
+	request POST /app/login application/x-www-form-urlencoded "code=${1#*code=}&csrf=$csrf$answered"
 }
 
 # post_form PATH FIELDS: posts FIELDS with the CSRF field of the page at PATH, as its form.
@@ -544,7 +547,8 @@ partnergate is running.
 
 4. A Go link for Ola (creates the member account and signs it in): it shows the plans
    made for him, "Knee rehabilitation, week 1" from the start, each exercise with its
-   instructions.
+   instructions. A browser where Ola has never signed in asks "Continue as Ola Nordmann,
+   North Clinic?" once first (one signed in as the instructor asks to switch accounts).
 
    $send --payload $demo/go-link.json --open
 

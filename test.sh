@@ -27,13 +27,20 @@ echo "== windows: vet the wrapper, run its tests under wine"
 CGO_ENABLED=0 GOOS=windows go vet ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/
 winprefix="$(mktemp -d)"
 scripts/wine.sh prefix "$winprefix"
+# The window calls (webwrapper/engine's TestNativeWindow: hide, show, to the front) need a
+# display under Wine: a private Xvfb for this step.
+exec 9< <(Xvfb -displayfd 1 -screen 0 1024x768x24 -nolisten tcp 2>/dev/null & echo "pid $!")
+read -r winxvfb <&9; read -r winxdisplay <&9
+winxvfb=${winxvfb#pid }
 set +e
-WINEPREFIX="$winprefix" CGO_ENABLED=0 GOOS=windows go test -count=1 -p 1 -exec "$PWD/scripts/wine.sh exec" \
+DISPLAY=":$winxdisplay" WINEPREFIX="$winprefix" CGO_ENABLED=0 GOOS=windows go test -count=1 -p 1 -exec "$PWD/scripts/wine.sh exec" \
 	-skip '^TestChrome' ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/ 2>&1 | grep -v 'no test files'
 wine_status=${PIPESTATUS[0]}
 set -e
 WINEPREFIX="$winprefix" wineserver -k || true
 WINEPREFIX="$winprefix" wineserver -w || true
+kill "$winxvfb" 2>/dev/null || true
+exec 9<&-
 rm -rf "$winprefix"
 if [ "$wine_status" -ne 0 ]; then echo "windows tests under wine failed"; exit 1; fi
 

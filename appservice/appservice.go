@@ -71,8 +71,8 @@ type Config struct {
 	HeaderPrefix string
 	// UpstreamSecret is the gateway's upstream_secret; required, at least 32 bytes.
 	UpstreamSecret string
-	// AppSecret keys the ssn hashes and CSRF tokens. When empty it is read from SecretFile,
-	// which is created with a random secret when missing.
+	// AppSecret keys the ssn hashes, the CSRF tokens and the device cookie. When empty it
+	// is read from SecretFile, which is created with a random secret when missing.
 	AppSecret string
 	// SecretFile holds the app secret when AppSecret is empty. Default DefaultSecretFile
 	// (./data/app.secret).

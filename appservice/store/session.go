@@ -228,6 +228,8 @@ type LoginTarget struct {
 	Account *Account
 	// Employee is the partner user of a main-client link; nil for a Go link.
 	Employee *Employee
+	// Organization is the link's organization, which the session will be in.
+	Organization *Organization
 }
 
 // PeekCode reports whom code would sign in, with the errors ExchangeCode would give, but
@@ -238,13 +240,14 @@ func (s *Store) PeekCode(ctx context.Context, code string) (*LoginTarget, error)
 		return nil, ErrCodeInvalid
 	}
 	var (
-		expires, orgID, personID int64
-		used                     sql.NullInt64
-		employeeID, accountID    sql.NullInt64
+		expires, personID     int64
+		used                  sql.NullInt64
+		employeeID, accountID sql.NullInt64
+		org                   Organization
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT c.expires_at, c.used_at, l.employee_id, COALESCE(l.account_id, e.account_id), l.organization_id, l.contact_id
-FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id
-WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &accountID, &orgID, &personID)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT c.expires_at, c.used_at, l.employee_id, COALESCE(l.account_id, e.account_id), l.contact_id, o.id, o.partner, o.partner_org_id, o.name
+FROM login_codes c JOIN links l ON l.id = c.link_id LEFT JOIN employees e ON e.id = l.employee_id JOIN organizations o ON o.id = l.organization_id
+WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &accountID, &personID, &org.ID, &org.Partner, &org.PartnerID, &org.Name)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, ErrCodeInvalid
@@ -255,14 +258,14 @@ WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &a
 	case expires <= s.now():
 		return nil, ErrCodeExpired
 	}
-	t := &LoginTarget{}
+	t := &LoginTarget{Organization: &org}
 	if accountID.Valid {
 		if t.Account, err = s.account(ctx, s.db, accountID.Int64); err != nil {
 			return nil, err
 		}
 		if t.Account.Role == RoleMember {
 			// The session the code starts is the link's organization's (ScopeOrganization).
-			p, err := s.readPerson(ctx, s.db, orgID, personID)
+			p, err := s.readPerson(ctx, s.db, org.ID, personID)
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return nil, err
 			}
@@ -275,6 +278,25 @@ WHERE c.code_hash = ?`), hashSecret(code)).Scan(&expires, &used, &employeeID, &a
 		}
 	}
 	return t, nil
+}
+
+// CancelCode spends code without signing anyone in: the person it was shown to said it was
+// not for them, so it must not work later in this or another browser. A code that is
+// unknown, used or expired gives the errors ExchangeCode would.
+func (s *Store) CancelCode(ctx context.Context, code string) error {
+	if code == "" || len(code) > 128 {
+		return ErrCodeInvalid
+	}
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE login_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?`), now, hashSecret(code), now)
+	if err := oneRow(res, err); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	// Not spent now: say why, as an exchange would.
+	if _, err := s.PeekCode(ctx, code); err != nil {
+		return err
+	}
+	return ErrCodeUsed
 }
 
 // Session returns the unexpired session of token.

@@ -58,8 +58,9 @@ func TestPeekCode(t *testing.T) {
 			}
 
 			goCode := mustResolve(t, s, goLink("org-1", "c-2", "k@example.com")).Code
-			if tg, err := s.PeekCode(ctx, goCode); err != nil || tg.Account == nil || tg.Account.Role != RoleMember || tg.Employee != nil {
-				t.Errorf("PeekCode(Go link) = %+v, %v, want the member account", tg, err)
+			if tg, err := s.PeekCode(ctx, goCode); err != nil || tg.Account == nil || tg.Account.Role != RoleMember || tg.Account.DisplayName != "Kari Hansen" || tg.Employee != nil ||
+				tg.Organization == nil || tg.Organization.Name != "North Clinic" || tg.Organization.PartnerID != "org-1" {
+				t.Errorf("PeekCode(Go link) = %+v, %v, want the member account Kari Hansen at North Clinic", tg, err)
 			}
 			c.Add(60 * time.Second)
 			if _, err := s.PeekCode(ctx, goCode); !errors.Is(err, ErrCodeExpired) {
@@ -67,6 +68,40 @@ func TestPeekCode(t *testing.T) {
 			}
 			if _, err := s.PeekCode(ctx, "not-a-code"); !errors.Is(err, ErrCodeInvalid) {
 				t.Errorf("PeekCode(unknown) = %v, want ErrCodeInvalid", err)
+			}
+		})
+	}
+}
+
+// TestCancelCode: a code the person declined is spent without a session, once; it then
+// signs no one in, and cancelling a used, expired or unknown code says which it is.
+func TestCancelCode(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+
+			code := mustResolve(t, s, goLink("org-1", "c-2", "k@example.com")).Code
+			if err := s.CancelCode(ctx, code); err != nil {
+				t.Fatalf("CancelCode = %v, want nil", err)
+			}
+			if _, err := s.ExchangeCode(ctx, code); !errors.Is(err, ErrCodeUsed) {
+				t.Errorf("ExchangeCode after CancelCode = %v, want ErrCodeUsed", err)
+			}
+			if n := count(t, s, "sessions"); n != 0 {
+				t.Errorf("sessions after cancelling = %d, want 0", n)
+			}
+			if err := s.CancelCode(ctx, code); !errors.Is(err, ErrCodeUsed) {
+				t.Errorf("CancelCode twice = %v, want ErrCodeUsed", err)
+			}
+			late := mustResolve(t, s, goLink("org-1", "c-2", "k@example.com")).Code
+			c.Add(60 * time.Second)
+			if err := s.CancelCode(ctx, late); !errors.Is(err, ErrCodeExpired) {
+				t.Errorf("CancelCode after 60s = %v, want ErrCodeExpired", err)
+			}
+			if err := s.CancelCode(ctx, "not-a-code"); !errors.Is(err, ErrCodeInvalid) {
+				t.Errorf("CancelCode(unknown) = %v, want ErrCodeInvalid", err)
 			}
 		})
 	}

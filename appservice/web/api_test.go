@@ -110,7 +110,7 @@ func newAPIWorld(t *testing.T, dsn string) *apiWorld {
 	}
 
 	mb := newBrowser(t, f.h)
-	if res := mb.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
+	if res := mb.signInByLink(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
 		t.Fatalf("Go login → %q, want /go", res.Header.Get("Location"))
 	}
 	w.member = &apiClient{browser: mb}
@@ -517,7 +517,7 @@ func TestAPIGoLinkSeesItsOrganizationsPlans(t *testing.T) {
 			kariAtB := &linkspec.Payload{OrganizationID: "org-b", OrganizationName: "Clinic B",
 				Contact: &linkspec.Contact{ID: "c-999", SSN: ssn[:6] + " " + ssn[6:], Firstname: "Kari", Lastname: "Berg", Email: "kari@b.example"}}
 			mb := newBrowser(t, f.h)
-			if res := mb.login(f.link(t, kariAtB, "go")); res.Header.Get("Location") != "/go" {
+			if res := mb.signInByLink(f.link(t, kariAtB, "go")); res.Header.Get("Location") != "/go" {
 				t.Fatalf("B's Go login → %q, want /go", res.Header.Get("Location"))
 			}
 			m := &apiClient{browser: mb}
@@ -539,7 +539,7 @@ func TestAPIGoLinkSeesItsOrganizationsPlans(t *testing.T) {
 
 			ab := newBrowser(t, f.h)
 			kariAtA.Contact.Email = "kari@a.example"
-			if res := ab.login(f.link(t, kariAtA, "go")); res.Header.Get("Location") != "/go" {
+			if res := ab.signInByLink(f.link(t, kariAtA, "go")); res.Header.Get("Location") != "/go" {
 				t.Fatalf("A's Go login → %q, want /go", res.Header.Get("Location"))
 			}
 			ma := &apiClient{browser: ab}
@@ -571,7 +571,7 @@ func TestAPIUnknownRoutes(t *testing.T) {
 func TestAPISessionNotSignedIn(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	b := newBrowser(t, f.h)
-	if res := b.login(f.link(t, mainPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
+	if res := b.signInByLink(f.link(t, mainPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("first-sight login → %q", res.Header.Get("Location"))
 	}
 	c := &apiClient{browser: b}

@@ -56,6 +56,15 @@ func (h *Handler) cookie(r *http.Request, name string) string {
 	return ""
 }
 
+// signedIn gives the browser token, the session s just started, remembers its account in
+// the browser's device cookie (device.go), and sends the browser where s lands. Every way
+// of signing in ends here: a link, a password, a new account, a directory.
+func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request, token string, s *store.Session) {
+	h.setCookie(w, r, sessionCookie, token, 0)
+	h.rememberDevice(w, r, s)
+	http.Redirect(w, r, landing(s), http.StatusSeeOther)
+}
+
 // session returns the request's session, or nil.
 func (h *Handler) session(r *http.Request) *store.Session {
 	s, _ := h.readSession(r)

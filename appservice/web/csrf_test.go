@@ -12,7 +12,7 @@ import (
 func signedIn(t *testing.T, f *fixture) (*browser, string) {
 	t.Helper()
 	b := newBrowser(t, f.h)
-	if res := b.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
+	if res := b.signInByLink(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
 		t.Fatalf("Go login → %q, want /go", res.Header.Get("Location"))
 	}
 	_, page := b.get("/go")

@@ -34,7 +34,7 @@ func takeDown(t *testing.T, f *fixture, db database, dsn string) {
 func beforeOutage(t *testing.T, f *fixture) (member, opener *browser, loginPath string, form []string) {
 	t.Helper()
 	member = newBrowser(t, f.h)
-	if res := member.login(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
+	if res := member.signInByLink(f.link(t, goPayload(), "go")); res.Header.Get("Location") != "/go" {
 		t.Fatalf("member login → %q, want /go", res.Header.Get("Location"))
 	}
 	opener = newBrowser(t, f.h)

@@ -288,8 +288,7 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("signed in", "outcome", "signed_in", "directory", d.Name, "first_sight", in.Session.Pending)
-	h.setCookie(w, r, sessionCookie, in.Token, 0)
-	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+	h.signedIn(w, r, in.Token, in.Session)
 }
 
 // verifyIDToken checks rawID with go-oidc (signature by the provider's keys, issuer,

@@ -164,7 +164,7 @@ func TestDirectoryButtons(t *testing.T) {
 		t.Errorf("sign-in page lacks the button text Sign in with North ID")
 	}
 	br := newBrowser(t, f.h)
-	br.login(f.link(t, mainPayload(), "main")) // a first-time employee of demo's org-1
+	br.signInByLink(f.link(t, mainPayload(), "main")) // a first-time employee of demo's org-1
 	_, b = br.get("/app/signin")
 	if got := ids(b); got != "north,demo-all" {
 		t.Errorf("first-sight page of demo's org-1 offers %q, want north,demo-all", got)

@@ -25,7 +25,7 @@ func TestPendingSessionExpiresAfter15Minutes(t *testing.T) {
 		t.Run(tt.after.String(), func(t *testing.T) {
 			f := newFixture(t, "http://localhost:8080")
 			b := newBrowser(t, f.h)
-			if res := b.login(f.link(t, mainPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
+			if res := b.signInByLink(f.link(t, mainPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
 				t.Fatalf("first-sight login → %q, want /app/signin", res.Header.Get("Location"))
 			}
 			f.now = f.now.Add(tt.after)
@@ -42,28 +42,29 @@ func TestPendingSessionExpiresAfter15Minutes(t *testing.T) {
 }
 
 // TestLoginCodeDeadAfterItsLifetime: a code whose page was opened in time but that was not
-// exchanged within its minute is dead; it works once within it.
+// exchanged within its minute is dead, also when the person took that long to answer
+// the question of a browser new to the account; it works once within it.
 func TestLoginCodeDeadAfterItsLifetime(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	path := f.link(t, goPayload(), "go")
 	b := newBrowser(t, f.h)
 	_, page := b.get(path)
-	m := loginForm.FindStringSubmatch(page)
+	m := askForm.FindStringSubmatch(page)
 	if m == nil {
-		t.Fatalf("no login form:\n%s", page)
+		t.Fatalf("no question:\n%s", page)
 	}
 	f.now = f.now.Add(60 * time.Second)
-	res, page := b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}})
+	res, page := b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}, "action": {"continue"}})
 	if res.StatusCode != http.StatusGone || !strings.Contains(page, string(problem.CodeLoginCodeExpired)) {
 		t.Errorf("exchange at 60s = %d, want 410 %s", res.StatusCode, string(problem.CodeLoginCodeExpired))
 	}
 
 	path = f.link(t, goPayload(), "go")
 	f.now = f.now.Add(59 * time.Second)
-	if res := b.login(path); res.Header.Get("Location") != "/go" {
+	if res := b.signInByLink(path); res.Header.Get("Location") != "/go" {
 		t.Errorf("exchange at 59s → %q, want /go", res.Header.Get("Location"))
 	}
-	if res := newBrowser(t, f.h).login(path); res.StatusCode != http.StatusGone {
+	if res := newBrowser(t, f.h).signInByLink(path); res.StatusCode != http.StatusGone {
 		t.Errorf("second exchange = %d, want 410 (single use)", res.StatusCode)
 	}
 }

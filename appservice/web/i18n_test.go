@@ -247,7 +247,7 @@ func TestPagesInNorwegian(t *testing.T) {
 	res, page := b.get("/app/signin?culture=nb-NO")
 	check("sign-in page", res, page)
 
-	b.login(f.link(t, mainPayload(), "main"))
+	b.signInByLink(f.link(t, mainPayload(), "main"))
 	res, page = b.get("/app/signin")
 	check("first-sight page", res, page)
 	if !strings.Contains(page, "Velkommen, Ida Berg.") {
@@ -286,7 +286,7 @@ func TestPagesInNorwegian(t *testing.T) {
 
 	m := newBrowser(t, f.h)
 	m.get("/app/signin?culture=nb")
-	m.login(f.link(t, goPayload(), "go"))
+	m.signInByLink(f.link(t, goPayload(), "go"))
 	res, page = m.get("/go")
 	check("member's shell", res, page)
 	res, page = m.get("/app/signed-out")

@@ -18,7 +18,7 @@ func TestLinkPageShowsWhoAndRefusesFraming(t *testing.T) {
 	p.EmployeeFirstname, p.EmployeeLastname = "Ida\u202e", "\u2066Berg\u2069\u200f"
 	p.OrganizationName = "North\u061c Clinic"
 	b := newBrowser(t, f.h)
-	b.login(f.link(t, p, "main"))
+	b.signInByLink(f.link(t, p, "main"))
 	_, page := b.get("/app/signin")
 	res, _ := b.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	if res.Header.Get("Location") != "/app/link" {

@@ -20,7 +20,8 @@ type loginData struct {
 // code: mail scanners, chat unfurls and link prefetchers fetch URLs too, and must not use
 // up a person's one-time link. The page posts the code back (loginExchange), at once by a
 // same-origin script, or by its button where scripts do not run. When the browser is
-// signed in to another account, the page asks first instead (see switchesAccount).
+// signed in to another account, or has never signed in to the link's account, the page
+// asks first instead (see switchesAccount and newToDevice).
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
 	target, err := h.cfg.Store.PeekCode(r.Context(), code)
@@ -31,16 +32,23 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.renderLogin(w, r, code, target)
 }
 
+// renderLogin answers the login page of code, which signs in to target: a question when
+// the person must choose (switching accounts, or an account new to this browser), else
+// the page whose script posts the code at once.
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, code string, target *store.LoginTarget) {
 	d := loginData{Code: code, CSRF: h.csrfToken(w, r), Target: target}
-	if s := h.session(r); switchesAccount(s, target) {
+	s := h.session(r)
+	switch {
+	case switchesAccount(s, target):
 		d.Current = s
 		h.render(w, http.StatusOK, "login-switch", d)
-		return
+	case h.newToDevice(r, s, target):
+		h.render(w, http.StatusOK, "login-ask", d)
+	default:
+		// The one page with a script: login.js submits the form. Still no inline script.
+		w.Header().Set("Content-Security-Policy", h.csp(ownScripts, h.cfg.FrameAncestors))
+		h.render(w, http.StatusOK, "login", d)
 	}
-	// The one page with a script: login.js submits the form. Still no inline script.
-	w.Header().Set("Content-Security-Policy", h.csp(ownScripts, h.cfg.FrameAncestors))
-	h.render(w, http.StatusOK, "login", d)
 }
 
 // switchesAccount reports whether signing in to target would replace s, a session of
@@ -52,24 +60,43 @@ func switchesAccount(s *store.Session, target *store.LoginTarget) bool {
 	return s != nil && !s.Pending && (target.Account == nil || target.Account.ID != s.Account.ID)
 }
 
+// newToDevice reports whether target signs in to an account that has never signed in in
+// this browser: its device cookie does not list it (device.go), nor is the browser signed
+// in to it already. Such a browser may be a stranger's that was sent someone's login URL,
+// so the person is asked, by the account's name, before it is signed in. A code for a
+// first-time partner user signs no account in: the sign-in page that follows asks for a
+// password, and linking asks again.
+func (h *Handler) newToDevice(r *http.Request, s *store.Session, target *store.LoginTarget) bool {
+	if target.Account == nil || (s != nil && s.Account != nil && s.Account.ID == target.Account.ID) {
+		return false
+	}
+	return !h.deviceKnows(r, target.Account.ID)
+}
+
 // loginExchange exchanges a one-time code posted by the login page for a session and
 // sends the browser on: to the application, the Go page, or, for an employee seen the
 // first time, the sign-in page. The session the browser had before is ended; when it was
-// another account's, only after the person chose to switch on the question page.
+// another account's, only after the person chose to switch on the question page. Cancel on
+// the question spends the code without signing in.
 func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, "login refused", "Open the application again from your partner application.") {
 		return
 	}
-	code := r.PostFormValue("code")
-	if r.PostFormValue("switch") != "yes" {
-		// Asked again here, not only on the page: the post must not switch accounts
-		// without the person's choice, whatever sent it.
+	code, action := r.PostFormValue("code"), r.PostFormValue("action")
+	if action == "cancel" {
+		h.cancelLogin(w, r, code)
+		return
+	}
+	if r.PostFormValue("switch") != "yes" && action != "continue" {
+		// Asked again here, not only on the page: the post must not switch accounts, or
+		// sign a browser in to an account new to it, without the person's choice,
+		// whatever sent it.
 		target, err := h.cfg.Store.PeekCode(r.Context(), code)
 		if err != nil {
 			h.failCode(w, r, err)
 			return
 		}
-		if switchesAccount(h.session(r), target) {
+		if s := h.session(r); switchesAccount(s, target) || h.newToDevice(r, s, target) {
 			h.renderLogin(w, r, code, target)
 			return
 		}
@@ -84,8 +111,18 @@ func (h *Handler) loginExchange(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("ending previous session failed", "error", err.Error())
 		}
 	}
-	h.setCookie(w, r, sessionCookie, ex.Token, 0)
-	http.Redirect(w, r, landing(ex.Session), http.StatusSeeOther)
+	h.signedIn(w, r, ex.Token, ex.Session)
+}
+
+// cancelLogin spends code for a person who said on the question page that the link is not
+// theirs to open: the browser stays as it was, and the link works nowhere any more.
+func (h *Handler) cancelLogin(w http.ResponseWriter, r *http.Request, code string) {
+	if err := h.cfg.Store.CancelCode(r.Context(), code); err != nil {
+		h.failCode(w, r, err)
+		return
+	}
+	h.log.Info("login cancelled", "outcome", "cancelled")
+	h.render(w, http.StatusOK, "login-cancelled", nil)
 }
 
 // failCode answers a login code that PeekCode or ExchangeCode refused.

@@ -24,13 +24,13 @@ import (
 func TestShellViews(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	instructor := newBrowser(t, f.h)
-	instructor.login(f.link(t, mainPayload(), "main")) // first sight: sign in, confirm the link
+	instructor.signInByLink(f.link(t, mainPayload(), "main")) // first sight: sign in, confirm the link
 	_, page := instructor.get("/app/signin")
 	instructor.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	_, page = instructor.get("/app/link")
 	instructor.post("/app/link", url.Values{"action": {"link"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	member := newBrowser(t, f.h)
-	member.login(f.link(t, goPayload(), "go"))
+	member.signInByLink(f.link(t, goPayload(), "go"))
 
 	views := map[string]*browser{
 		"/app": instructor, "/app/persons": instructor, "/app/persons/1": instructor, "/app/exercises": instructor,

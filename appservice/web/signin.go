@@ -104,8 +104,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("signed in", "outcome", "signed_in", "link_to_confirm", in.Session.ConfirmLink)
-	h.setCookie(w, r, sessionCookie, in.Token, 0)
-	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+	h.signedIn(w, r, in.Token, in.Session)
 }
 
 // signinError answers the sign-in page again with msg, the login kept and, for a

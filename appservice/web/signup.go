@@ -137,8 +137,7 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("account created", "outcome", "account_created")
-	h.setCookie(w, r, sessionCookie, in.Token, 0)
-	http.Redirect(w, r, landing(in.Session), http.StatusSeeOther)
+	h.signedIn(w, r, in.Token, in.Session)
 }
 
 // renderSignup answers the first-sight page again with the form as sent and its errors.

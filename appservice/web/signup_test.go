@@ -30,7 +30,7 @@ func signupPayload() *linkspec.Payload {
 func firstSight(t *testing.T, f *fixture, p *linkspec.Payload) (*browser, string, string) {
 	t.Helper()
 	b := newBrowser(t, f.h)
-	if res := b.login(f.link(t, p, "main")); res.Header.Get("Location") != "/app/signin" {
+	if res := b.signInByLink(f.link(t, p, "main")); res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("first-sight login → %q, want /app/signin", res.Header.Get("Location"))
 	}
 	_, page := b.get("/app/signin")
@@ -274,7 +274,7 @@ func TestSignup(t *testing.T) {
 				if err := raw.QueryRow(`SELECT COUNT(*) FROM memberships`).Scan(&members); err != nil || members != 1 {
 					t.Errorf("memberships = %d, %v, want 1 (the bootstrap instructor's)", members, err)
 				}
-				if res := newBrowser(t, f.h).login(f.link(t, signupPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
+				if res := newBrowser(t, f.h).signInByLink(f.link(t, signupPayload(), "main")); res.Header.Get("Location") != "/app/signin" {
 					t.Errorf("employee's next link after the failure → %q, want /app/signin (not linked)", res.Header.Get("Location"))
 				}
 			})
@@ -304,7 +304,7 @@ func TestSignup(t *testing.T) {
 				}
 
 				sso := newBrowser(t, f.h)
-				if res := sso.login(f.link(t, signupPayload(), "main")); res.Header.Get("Location") != "/app" {
+				if res := sso.signInByLink(f.link(t, signupPayload(), "main")); res.Header.Get("Location") != "/app" {
 					t.Errorf("employee's next link → %q, want /app (single sign-on)", res.Header.Get("Location"))
 				}
 				if _, page := sso.get("/app"); !strings.Contains(page, `id="account">Ida Berg<`) {
@@ -382,7 +382,7 @@ func TestSignupMemberEmailFree(t *testing.T) {
 			signedIn(t, f) // the Go member Kari, kari@example.com
 			ola := goPayload()
 			ola.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Ola", Lastname: "Nordmann", Email: "ola@example.com"}
-			if res := newBrowser(t, f.h).login(f.link(t, ola, "go")); res.Header.Get("Location") != "/go" {
+			if res := newBrowser(t, f.h).signInByLink(f.link(t, ola, "go")); res.Header.Get("Location") != "/go" {
 				t.Fatalf("Ola's Go login → %q, want /go", res.Header.Get("Location"))
 			}
 			employee := func(id string) *linkspec.Payload {

@@ -37,7 +37,7 @@ type Config struct {
 	// UpstreamSecret is the secret shared with the gateway (its upstream_secret) that keys the
 	// X-Partner-Assertion HMAC; at least 32 bytes.
 	UpstreamSecret []byte
-	// AppSecret keys the CSRF tokens; at least 32 bytes.
+	// AppSecret keys the CSRF tokens and the device cookie; at least 32 bytes.
 	AppSecret []byte
 	// PublicURL is the address people's browsers reach the gateway at; the login URLs the
 	// link endpoints answer start with it. Default DefaultPublicURL.
@@ -75,10 +75,12 @@ type Handler struct {
 	// publicOrigin is the public URL's origin as originOf spells it.
 	publicOrigin string
 	csrfKey      []byte
-	mux          *http.ServeMux
-	log          *slog.Logger
-	signIns      *signInGuard
-	dirs         *directories
+	// deviceKey keys the device cookie's HMAC (device.go).
+	deviceKey []byte
+	mux       *http.ServeMux
+	log       *slog.Logger
+	signIns   *signInGuard
+	dirs      *directories
 	// running counts the routes serveWithDeadline started, which may outlive their request.
 	running sync.WaitGroup
 }
@@ -139,9 +141,8 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, cfg.AppSecret)
-	m.Write([]byte("partnergate-csrf-key-v1"))
-	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, csrfKey: m.Sum(nil), mux: http.NewServeMux(), log: cfg.Logger,
+	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, mux: http.NewServeMux(), log: cfg.Logger,
+		csrfKey: deriveKey(cfg.AppSecret, "partnergate-csrf-key-v1"), deviceKey: deriveKey(cfg.AppSecret, "partnergate-device-key-v1"),
 		signIns: newSignInGuard(cfg.SignInConcurrency, cfg.Now), dirs: dirs}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
@@ -173,6 +174,14 @@ func New(cfg Config) (*Handler, error) {
 		http.Redirect(w, r, "/app", http.StatusSeeOther)
 	})
 	return h, nil
+}
+
+// deriveKey is the key of one use of the app secret: a value made for one (a CSRF token)
+// is never valid as another's (a device cookie).
+func deriveKey(secret []byte, use string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(use))
+	return m.Sum(nil)
 }
 
 // DatabaseTimeout is the database timeout in use, the configured one or the default.

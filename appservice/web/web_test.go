@@ -151,7 +151,7 @@ var loginURL = regexp.MustCompile(`^http://localhost:8080/app/login\?code=[A-Za-
 type browser struct {
 	t   *testing.T
 	h   http.Handler
-	jar *cookiejar.Jar
+	jar http.CookieJar
 	fwd string // X-Forwarded-Proto
 }
 
@@ -204,7 +204,7 @@ func TestMainFlow(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	b := newBrowser(t, f.h)
 
-	res := b.login(f.link(t, mainPayload(), "main"))
+	res := b.signInByLink(f.link(t, mainPayload(), "main"))
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("first-sight login = %d → %q, want 303 → /app/signin", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -268,7 +268,7 @@ func TestMainFlow(t *testing.T) {
 		p := mainPayload()
 		p.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Per", Lastname: "Olsen"}
 		b2 := newBrowser(t, f.h)
-		res := b2.login(f.link(t, p, "main"))
+		res := b2.signInByLink(f.link(t, p, "main"))
 		if res.Header.Get("Location") != "/app" {
 			t.Fatalf("second link → %q, want /app", res.Header.Get("Location"))
 		}
@@ -300,7 +300,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 	attacker := mainPayload()
 	attacker.EmployeeID, attacker.EmployeeFirstname, attacker.EmployeeLastname = "emp-evil", "Mallory", "Doe"
 	victim := newBrowser(t, f.h)
-	victim.login(f.link(t, attacker, "main")) // planted: a pending session in the victim's browser
+	victim.signInByLink(f.link(t, attacker, "main")) // planted: a pending session in the victim's browser
 	_, page := victim.get("/app/signin")
 	res, _ := victim.post("/app/signin", url.Values{"login": {"instructor"}, "password": {"pass-word-1"}, "csrf": {csrfField.FindStringSubmatch(page)[1]}})
 	if res.Header.Get("Location") != "/app/link" {
@@ -309,7 +309,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 	// The attacker's next link still finds no account: nothing was linked by the sign-in.
 	if res := serve(f.h, forwardRequest(t, "url", attacker, "main", f.now)); res.StatusCode != http.StatusOK {
 		t.Fatalf("attacker link = %d", res.StatusCode)
-	} else if res := newBrowser(t, f.h).login(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+	} else if res := newBrowser(t, f.h).signInByLink(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
 		t.Fatalf("attacker's link before the confirmation → %q, want /app/signin (not linked)", res.Header.Get("Location"))
 	}
 	_, page = victim.get("/app/link")
@@ -325,7 +325,7 @@ func TestLoginCSRFNeedsConfirmation(t *testing.T) {
 		t.Errorf("app page after declining = %d, want signed in without the link's organization and contact:\n%s", res.StatusCode, page)
 	}
 	res = serve(f.h, forwardRequest(t, "url", attacker, "main", f.now))
-	if res := newBrowser(t, f.h).login(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
+	if res := newBrowser(t, f.h).signInByLink(strings.TrimPrefix(body(t, res), "http://localhost:8080")); res.Header.Get("Location") != "/app/signin" {
 		t.Errorf("attacker's link after declining → %q, want /app/signin (not linked)", res.Header.Get("Location"))
 	}
 }
@@ -334,7 +334,7 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	f := newFixture(t, "http://localhost:8080")
 	path := f.link(t, goPayload(), "go")
 	b := newBrowser(t, f.h)
-	res := b.login(path)
+	res := b.signInByLink(path)
 	if res.Header.Get("Location") != "/go" {
 		t.Fatalf("Go login → %q, want /go", res.Header.Get("Location"))
 	}
@@ -365,7 +365,8 @@ func TestGoFlowAndCodeReuse(t *testing.T) {
 	})
 }
 
-// TestCookieAttributes: over HTTPS the cookies work in a partner's cross-site iframe:
+// TestCookieAttributes: over HTTPS the cookies (the device cookie too) work in a partner's
+// cross-site iframe:
 // SameSite=None needs Secure, and browsers that block third-party cookies keep only
 // Partitioned (CHIPS) ones there. Over plain HTTP they are Lax and unpartitioned: a
 // cross-site iframe cannot work without HTTPS.
@@ -385,7 +386,7 @@ func TestCookieAttributes(t *testing.T) {
 			u, _ := url.Parse(body(t, res))
 			b := newBrowser(t, f.h)
 			b.fwd = tt.fwd
-			res = b.login(u.RequestURI())
+			res = b.signInByLink(u.RequestURI())
 			prefix := ""
 			if tt.secure {
 				prefix = "__Host-" // only a secure page of this host can set it: no planting
@@ -419,8 +420,8 @@ func TestCookieAttributes(t *testing.T) {
 			out.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			signout := b.do(out)
 			cookies := append(append(res.Cookies(), page.Cookies()...), signout.Cookies()...)
-			if len(cookies) != 3 {
-				t.Fatalf("cookies set: %v, want session, CSRF and session deletion", cookies)
+			if len(cookies) != 4 {
+				t.Fatalf("cookies set: %v, want session, device, CSRF and session deletion", cookies)
 			}
 			for _, c := range cookies {
 				if !strings.HasPrefix(c.Name, prefix+"pg_") {
@@ -429,6 +430,11 @@ func TestCookieAttributes(t *testing.T) {
 				if !c.HttpOnly || c.Secure != tt.secure || c.SameSite != tt.sameSite || c.Partitioned != tt.secure || c.Path != "/" {
 					t.Errorf("cookie %s: HttpOnly %v Secure %v SameSite %v Partitioned %v Path %q, want true %v %v %v /",
 						c.Name, c.HttpOnly, c.Secure, c.SameSite, c.Partitioned, c.Path, tt.secure, tt.sameSite, tt.secure)
+				}
+				// The device cookie outlives the browser's session (400 days, renewed at each
+				// sign-in); the others end with it.
+				if maxAge := map[bool]int{true: 400 * 24 * 3600, false: 0}[c.Name == prefix+deviceCookie]; c.Value != "" && c.MaxAge != maxAge {
+					t.Errorf("cookie %s: Max-Age %d, want %d", c.Name, c.MaxAge, maxAge)
 				}
 			}
 			if hsts := res.Header.Get("Strict-Transport-Security"); (hsts != "") != tt.secure {
@@ -468,6 +474,23 @@ func (b *browser) login(path string) *http.Response {
 		res, page = b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}})
 	}
 	res.Body = io.NopCloser(strings.NewReader(page)) // read once above; readable again
+	return res
+}
+
+// askForm matches the question a browser new to the link's account is asked (login-ask).
+var askForm = regexp.MustCompile(`<form method="post" action="/app/login" class="choice">\s*<input type="hidden" name="code" value="([^"]+)">\s*<input type="hidden" name="csrf" value="([^"]+)">\s*<button type="submit" name="action" value="continue" id="ask-continue">`)
+
+// signInByLink opens a login URL path as the person it was sent to does: as login, and
+// when the browser is new to the link's account and asked whether to continue as it,
+// Continue.
+func (b *browser) signInByLink(path string) *http.Response {
+	b.t.Helper()
+	res := b.login(path)
+	page := body(b.t, res)
+	if m := askForm.FindStringSubmatch(page); res.StatusCode == http.StatusOK && m != nil {
+		res, page = b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}, "action": {"continue"}})
+	}
+	res.Body = io.NopCloser(strings.NewReader(page))
 	return res
 }
 

@@ -5,7 +5,7 @@
 // environment (or the secret file), never from flags, which other users can read in ps.
 //
 //	PARTNERGATE_UPSTREAM_SECRET   the gateway's upstream_secret (required, >= 32 bytes)
-//	PARTNERGATE_APP_SECRET        keys ssn hashes and CSRF tokens (else -secret-file)
+//	PARTNERGATE_APP_SECRET        keys ssn hashes, CSRF tokens and the device cookie (else -secret-file)
 //	PARTNERGATE_APP_INSTRUCTOR_PASSWORD  the first instructor's password, by the sign-up rules (else generated and printed once)
 //
 // With -migrate-only it brings the database's schema up to date, prints its version and

@@ -1117,7 +1117,8 @@ func catalogue() []attackCase {
 // token from the partner's form and makes a victim's browser post it from another page,
 // which signs the victim in as them. acme lists its pages (origins); a form from any other
 // origin, as a browser names it in Origin, is refused before the token is read, and the
-// token stays unspent. beta lists none, and /url is not a form: both are as before.
+// token stays unspent; a form without Origin is no browser's and is refused too (issue
+// 34). beta lists none, and /url is not a form: both are as before.
 func loginCSRF() []attackCase {
 	from := func(origins ...string) func(*testing.T, *env) request {
 		return func(t *testing.T, e *env) request {
@@ -1137,7 +1138,7 @@ func loginCSRF() []attackCase {
 		refused("listed origin not as browsers write it", "HTTPS://EHR.ACME.EXAMPLE"),
 		refused("a listed and a foreign Origin", acmeFormOrigin, "http://evil.example"),
 		{name: "login csrf/form from the partner's page", endpoint: "payload", build: from(acmeFormOrigin), status: statusAccepted},
-		{name: "login csrf/no Origin (not a browser)", endpoint: "payload", build: from(), status: statusAccepted},
+		refused("no Origin (no browser's form: a server turning a lifted token into a login page)"),
 		{
 			name: "login csrf/refused token still works from the partner's page", endpoint: "payload",
 			build: func(t *testing.T, e *env) request {

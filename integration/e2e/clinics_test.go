@@ -38,7 +38,7 @@ func clinicLink(clinic string) map[string]any {
 func clinicGoLink(t *testing.T, s *stack, ctx context.Context, clinic string) {
 	t.Helper()
 	p := map[string]any{"organizationName": "Clinic " + strings.ToUpper(clinic), "organizationId": "org-" + clinic, "contact": kariAt(clinic)}
-	step(t, ctx, "open Go link of clinic "+clinic, chromedp.Navigate(s.linkURL(t, p)), chromedp.WaitVisible(chromedp.ID("member")))
+	openLink(t, ctx, s.linkURL(t, p), "member")
 	waitView(t, ctx, "my-plans")
 }
 

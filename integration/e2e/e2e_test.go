@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +174,31 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	harness.SaveArtifact(t, "e2e", strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png", buf)
 }
 
+// continueAs answers the question of a browser that has never signed in to the link's
+// account, after checking that it names want ("Continue as <account>, <organization>?"),
+// with Continue, and waits for the element with id landing.
+func continueAs(t *testing.T, ctx context.Context, want, landing string) {
+	t.Helper()
+	step(t, ctx, "asked", chromedp.WaitVisible(chromedp.ID("ask-continue")))
+	if got := text(t, ctx, "ask-question"); got != want {
+		t.Errorf("question = %q, want %q", got, want)
+	}
+	step(t, ctx, "continue", chromedp.Click(chromedp.ID("ask-continue")), chromedp.WaitVisible(chromedp.ID(landing)))
+}
+
+// openLink opens the login URL u as the person it was sent to does, whether or not the
+// browser has signed in to the link's account before: Continue when asked. It waits for
+// the element with id landing. The tests of the question itself do not use it.
+func openLink(t *testing.T, ctx context.Context, u, landing string) {
+	t.Helper()
+	step(t, ctx, "open link", chromedp.Navigate(u))
+	waitFor(t, ctx, "the landing or the question", `document.getElementById("ask-continue") || document.getElementById(`+strconv.Quote(landing)+`)`)
+	if eval[bool](t, ctx, `!!document.getElementById("ask-continue")`) {
+		step(t, ctx, "continue", chromedp.Click(chromedp.ID("ask-continue")))
+	}
+	step(t, ctx, "landing", chromedp.WaitVisible(chromedp.ID(landing)))
+}
+
 func mainPayload(employee, contactID, first, last, birthdate string) map[string]any {
 	p := testpayload.Main()
 	p["employeeId"] = employee
@@ -221,12 +247,21 @@ func TestFirstSightSignInThenSingleSignOn(t *testing.T) {
 	}
 	screenshot(t, ctx, "2-app")
 
+	// The next link for the same employee goes straight in where the account signed in.
+	step(t, ctx, "next link, same browser", chromedp.Navigate(s.linkURL(t, mainPayload("emp-1001", "c-8", "Per", "Olsen", "1975-06-01"))),
+		chromedp.WaitVisible(chromedp.ID("contact-name")))
+	if got := text(t, ctx, "contact-name"); got != "Per Olsen" {
+		t.Errorf("app page after the next link: contact %q, want Per Olsen", got)
+	}
+
 	// The second link for the same employee, as the partner page's hidden payload form, in
-	// a browser that has never seen the application: straight to the app page (SSO).
+	// a browser that has never seen the application: asked once by the account's name
+	// (issue 34), then into the app page (SSO).
 	ctx2 := newBrowser(t)
 	step(t, ctx2, "open partner page", chromedp.Navigate(s.partnerForm(t, mainPayload("emp-1001", "c-99", "Kari", "Nordmann", "2001-12-24"), false)))
 	screenshot(t, ctx2, "3-partner-page")
-	step(t, ctx2, "submit payload form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("contact-name")))
+	step(t, ctx2, "submit payload form", chromedp.Click(chromedp.ID("open")))
+	continueAs(t, ctx2, "Continue as Coach Carter, Kliniken Öst?", "contact-name")
 	loc, _ := chromedp.Run(ctx2, chromedp.Location())
 	if !strings.HasSuffix(loc, "/app") {
 		t.Errorf("second link landed on %s, want the app page", loc)
@@ -249,7 +284,8 @@ func TestGoLinkCreatesMemberAndSignsIn(t *testing.T) {
 	s := startStack(t)
 	ctx := newBrowser(t)
 	step(t, ctx, "open partner page", chromedp.Navigate(s.partnerForm(t, testpayload.Go(), false)))
-	step(t, ctx, "submit Go form", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("member")))
+	step(t, ctx, "submit Go form", chromedp.Click(chromedp.ID("open")))
+	continueAs(t, ctx, "Continue as Jürgen Müller-Łukasz, Kliniken Öst?", "member")
 	if got := text(t, ctx, "member"); got != "Jürgen Müller-Łukasz" {
 		t.Errorf("Go page member = %q, want %q", got, "Jürgen Müller-Łukasz")
 	}
@@ -269,7 +305,7 @@ func TestLoginCodeWorksOnce(t *testing.T) {
 	u := s.linkURL(t, testpayload.Go())
 
 	ctx := newBrowser(t)
-	step(t, ctx, "first use", chromedp.Navigate(u), chromedp.WaitVisible(chromedp.ID("member")))
+	openLink(t, ctx, u, "member")
 
 	// The same URL again, even in another browser (a copied link): refused.
 	ctx2 := newBrowser(t)
@@ -297,26 +333,17 @@ func TestPayloadFormInIframe(t *testing.T) {
 		chromedp.Click(chromedp.ID("link-confirm")),
 		chromedp.WaitVisible(chromedp.ID("contact-name")))
 
-	// The partner page posts the hidden form into its iframe; the app opens inside it.
+	// The partner page posts the hidden form into its iframe; the app opens inside it. The
+	// browser has never signed in to the account: the question shows in the frame, once.
 	ctx2 := newBrowser(t)
 	step(t, ctx2, "open partner page with iframe", chromedp.Navigate(s.partnerForm(t, mainPayload("emp-7", "c-2", "Nora", "Lie", "1999-09-09"), true)),
 		chromedp.Click(chromedp.ID("open")))
-	var got string
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, cancel := context.WithTimeout(ctx2, 2*time.Second)
-		frames, err := chromedp.Run(c, chromedp.Nodes(chromedp.CSS("iframe#app")))
-		if err == nil && len(frames) == 1 {
-			got, err = chromedp.Run(c, chromedp.Text(chromedp.CSS("#contact-name"), chromedp.FromNode(frames[0])))
-		}
-		cancel()
-		if err == nil && got != "" {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if got := inFrame(t, ctx2, "ask-question"); got != "Continue as Coach Carter, Kliniken Öst?" {
+		t.Errorf("question in the iframe = %q", got)
 	}
-	if got != "Nora Lie" {
-		screenshot(t, ctx2, "failed-iframe")
+	screenshot(t, ctx2, "iframe-asked")
+	frameClick(t, ctx2, "ask-continue")
+	if got := inFrame(t, ctx2, "contact-name"); got != "Nora Lie" {
 		t.Fatalf("contact in the iframe = %q, want %q", got, "Nora Lie")
 	}
 	loc, _ := chromedp.Run(ctx2, chromedp.Location())
@@ -324,6 +351,48 @@ func TestPayloadFormInIframe(t *testing.T) {
 		t.Errorf("top page = %s, want the partner page to stay", loc)
 	}
 	screenshot(t, ctx2, "iframe")
+
+	// Signed out in the frame, the next link in the frame goes straight in: the device
+	// cookie was set in it.
+	frameClick(t, ctx2, "signout")
+	inFrame(t, ctx2, "signed-out")
+	step(t, ctx2, "open the next link's page", chromedp.Navigate(s.partnerForm(t, mainPayload("emp-7", "c-3", "Siri", "Dahl", "1988-08-08"), true)),
+		chromedp.Click(chromedp.ID("open")))
+	if got := inFrame(t, ctx2, "contact-name"); got != "Siri Dahl" {
+		t.Errorf("contact in the iframe after the next link = %q, want Siri Dahl without a question", got)
+	}
+}
+
+// inFrame waits for the element with id in the page's iframe#app and returns its text.
+func inFrame(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	var got string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		frames, err := chromedp.Run(c, chromedp.Nodes(chromedp.CSS("iframe#app")))
+		if err == nil && len(frames) == 1 {
+			got, err = chromedp.Run(c, chromedp.Text(chromedp.CSS("#"+id), chromedp.FromNode(frames[0])))
+		}
+		cancel()
+		if err == nil && got != "" {
+			return strings.TrimSpace(got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	screenshot(t, ctx, "failed-iframe-"+id)
+	t.Fatalf("no #%s in the iframe", id)
+	return ""
+}
+
+// frameClick clicks the element with id in the page's iframe#app.
+func frameClick(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	frames, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("iframe#app")))
+	if err != nil || len(frames) != 1 {
+		t.Fatalf("iframe#app: %v", err)
+	}
+	step(t, ctx, "click #"+id+" in the iframe", chromedp.Click(chromedp.CSS("#"+id), chromedp.FromNode(frames[0])))
 }
 
 // checkNoPersonalData asserts that neither log holds the ssn or a contact's name.
@@ -395,7 +464,8 @@ func TestLoginCSRFFormFromAnotherSite(t *testing.T) {
 	// The token's owner, from the partner's page: its nonce was not spent.
 	owner := newBrowser(t)
 	step(t, owner, "open the partner's page", chromedp.Navigate(s.formPage(t, s.partner, tok, false)))
-	step(t, owner, "submit the same token", chromedp.Click(chromedp.ID("open")), chromedp.WaitVisible(chromedp.ID("member")))
+	step(t, owner, "submit the same token", chromedp.Click(chromedp.ID("open")))
+	continueAs(t, owner, "Continue as Jürgen Müller-Łukasz, Kliniken Öst?", "member")
 	if got := text(t, owner, "member"); got != "Jürgen Müller-Łukasz" {
 		t.Errorf("Go page member = %q, want %q", got, "Jürgen Müller-Łukasz")
 	}

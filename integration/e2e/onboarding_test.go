@@ -24,7 +24,8 @@ import (
 var onboardingShots = []string{
 	"1-first-sign-in.png",
 	"2-link-partner-user.png",
-	"3-go-account-created.png",
+	"3-continue-as.png",
+	"4-go-account-created.png",
 }
 
 // updateDocs is the variable that makes TestOnboardingScreens write its screenshots into
@@ -44,11 +45,12 @@ func idaLink(employeeID, username string) map[string]any {
 	}
 }
 
-// TestOnboardingScreens walks the three moments the onboarding sheet tells a partner about,
-// in a real browser against the real gateway and app service: an instructor's first link
-// (the sign-in prompt), the "link partner user" question after signing in, and a Go link
-// that creates the member's account. It asserts the words a user reads there, so a change
-// of those pages fails here until the sheet and its screenshots are renewed:
+// TestOnboardingScreens walks the moments the onboarding sheet tells a partner about, in a
+// real browser against the real gateway and app service: an instructor's first link (the
+// sign-in prompt), the "link partner user" question after signing in, and a Go link that
+// creates the member's account, asked "Continue as …?" in a browser new to it. It asserts
+// the words a user reads there, so a change of those pages fails here until the sheet and
+// its screenshots are renewed:
 //
 //	PARTNERGATE_UPDATE_DOCS=1 go test ./integration/e2e -run TestOnboardingScreens
 func TestOnboardingScreens(t *testing.T) {
@@ -121,12 +123,24 @@ func TestOnboardingScreens(t *testing.T) {
 	}
 
 	// 3. A Go link for a contact the service has no account for: the member account is
-	// created and signed in, on the member's own page.
+	// created; the browser, which has never signed in to it, asks once by name (issue 34),
+	// then the member is on their own page.
 	mctx := newBrowser(t)
 	step(t, mctx, "open the Go link", chromedp.Navigate(s.linkURL(t, map[string]any{
 		"organizationName": "North Clinic", "organizationId": "org-1",
 		"contact": map[string]any{"id": "contact-2", "firstname": "Kari", "lastname": "Nordmann", "email": "kari@example.org"},
-	})), chromedp.WaitVisible(chromedp.ID("member")))
+	})), chromedp.WaitVisible(chromedp.ID("ask-continue")))
+	for sel, want := range map[string]string{
+		"#ask-question": "Continue as Kari Nordmann, North Clinic?",
+		"#ask-continue": "Continue",
+		"#ask-cancel":   "Cancel",
+	} {
+		if got := words(textOf(t, mctx, sel)); got != want {
+			t.Errorf("question %s = %q, want %q", sel, got, want)
+		}
+	}
+	docShot(t, mctx, onboardingShots[2])
+	step(t, mctx, "continue", chromedp.Click(chromedp.ID("ask-continue")), chromedp.WaitVisible(chromedp.ID("member")))
 	waitView(t, mctx, "my-plans")
 	for sel, want := range map[string]string{
 		".brand":          "Go",
@@ -142,7 +156,7 @@ func TestOnboardingScreens(t *testing.T) {
 	if !goAccountCreated(t, s) {
 		t.Errorf("the app service did not log a Go link that created an account:\n%s", s.appLogs.String())
 	}
-	docShot(t, mctx, onboardingShots[2])
+	docShot(t, mctx, onboardingShots[3])
 }
 
 // words joins the white-space separated words of s with single spaces, as a reader sees

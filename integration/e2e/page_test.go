@@ -284,7 +284,7 @@ func goLink(t *testing.T, s *stack, ctx context.Context, contact map[string]any)
 	t.Helper()
 	p := testpayload.Go()
 	p["contact"] = contact
-	step(t, ctx, "open Go link", chromedp.Navigate(s.linkURL(t, p)), chromedp.WaitVisible(chromedp.ID("member")))
+	openLink(t, ctx, s.linkURL(t, p), "member")
 	waitView(t, ctx, "my-plans")
 }
 

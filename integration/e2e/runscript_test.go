@@ -214,7 +214,8 @@ func goLinkShowsPlan(t *testing.T, tree, out string) {
 	if err != nil {
 		t.Fatalf("%s printed %q, not a login URL", command, url)
 	}
-	// The login page, then its form's post of the one-time code, as a browser does.
+	// The login page, then its form's post of the one-time code, as a browser new to the
+	// member's account does when the person answers its question with Continue.
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	res, err := client.Get(login.String())
@@ -228,7 +229,7 @@ func goLinkShowsPlan(t *testing.T, tree, out string) {
 		t.Fatalf("the Go login URL answered %d without the login form:\n%s", res.StatusCode, page)
 	}
 	res, err = client.PostForm(login.ResolveReference(&neturl.URL{Path: "/app/login"}).String(),
-		neturl.Values{"code": {login.Query().Get("code")}, "csrf": {string(csrf[1])}})
+		neturl.Values{"code": {login.Query().Get("code")}, "csrf": {string(csrf[1])}, "action": {"continue"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ type desktop struct {
 	tmp     string
 	exe     string
 	stack   *appstack.Stack
+	noDebug bool // the wrapper runs without Debug, so without the DevTools port
 }
 
 // newDesktop starts the display and installs the wrapper with the application settings
@@ -87,6 +88,31 @@ func newDesktop(t *testing.T, s *appstack.Stack, settings map[string]string) *de
 	}
 	writeAppConfig(t, d.exe+".config", all)
 	return d
+}
+
+// otherSession is a second desktop session of the same user beside d, as a terminal
+// server gives one user two: its own display (Xvfb with openbox), the same home, config,
+// cache, data and runtime folders, and the same program installed a second time with
+// the application settings over d's (Debug off: the DevTools port is d's wrapper's).
+func (d *desktop) otherSession(t *testing.T, settings map[string]string) *desktop {
+	t.Helper()
+	o := *d
+	o.noDebug = true
+	o.startDisplay(t)
+	o.exe = filepath.Join(filepath.Dir(d.home), "app2", "webwrapper")
+	if err := os.MkdirAll(filepath.Dir(o.exe), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, d.exe, o.exe)
+	all := map[string]string{
+		"AppUrl": d.stack.Gateway.URL + "/app/signin", "CheckForUpdates": "False", "Maximized": "False",
+		"Left": "20", "Top": "20", "Width": "1100", "Height": "820", "MinimizeOnExit": "False",
+	}
+	for k, v := range settings {
+		all[k] = v
+	}
+	writeAppConfig(t, o.exe+".config", all)
+	return &o
 }
 
 // env is the environment of the wrapper and its helpers in this session.
@@ -195,6 +221,25 @@ func (d *desktop) windowState(t *testing.T) (state string, active bool) {
 	return state, active
 }
 
+// waitTaskbar waits until the wrapper's window is in the taskbar (want true) or out of it
+// (_NET_WM_STATE_SKIP_TASKBAR, as the window manager keeps it).
+func (d *desktop) waitTaskbar(t *testing.T, want bool) {
+	t.Helper()
+	poll(t, 20*time.Second, fmt.Sprintf("window in the taskbar %v", want), func() (bool, string) {
+		list := d.xprop(t, "-root", "_NET_CLIENT_LIST")
+		var states []string
+		in := false
+		for _, id := range windowIDs.FindAllString(list, -1) {
+			props := d.xprop(t, "-id", id, "_NET_WM_STATE")
+			states = append(states, props)
+			if !strings.Contains(props, "_NET_WM_STATE_SKIP_TASKBAR") {
+				in = true
+			}
+		}
+		return len(states) > 0 && in == want, strings.Join(states, "; ")
+	})
+}
+
 // waitWindow waits until the wrapper's window is in state (and active when the state is
 // normal: show brings it to the front).
 func (d *desktop) waitWindow(t *testing.T, want string) {
@@ -210,7 +255,7 @@ func (d *desktop) lockPath(t *testing.T) string {
 	t.Helper()
 	var found []string
 	filepath.WalkDir(d.cache, func(path string, e os.DirEntry, err error) error {
-		if err == nil && e.Name() == "instance.lock" {
+		if err == nil && strings.HasPrefix(e.Name(), "instance") && strings.HasSuffix(e.Name(), ".lock") {
 			found = append(found, path)
 		}
 		return nil

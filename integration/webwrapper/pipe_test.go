@@ -238,11 +238,14 @@ func TestPipe(t *testing.T) {
 	}
 	p.screenshot(t, "openworkout")
 
-	// hide minimises the window, show brings it back to the front.
+	// hide minimises the window and takes it out of the taskbar, as the original's did;
+	// show brings it back, into the taskbar and to the front.
 	w.call(t, "hide", nil)
 	d.waitWindow(t, "iconic")
+	d.waitTaskbar(t, false)
 	w.call(t, "show", nil)
 	d.waitWindow(t, "normal")
+	d.waitTaskbar(t, true)
 	if got := p.text(t, "#workout-title"); got != "Åsa's knee plan" {
 		t.Errorf("after show the window shows %q, want the plan still", got)
 	}

@@ -64,7 +64,9 @@ func (d *desktop) start(t *testing.T, args ...string) *wrapper {
 		if t.Failed() {
 			t.Logf("wrapper output:\n%s", w.out.String())
 		}
-		waitPortClosed(t)
+		if !d.noDebug {
+			waitPortClosed(t)
+		}
 		if err := harness.RaceReported(w.out.String(), w.cmd.ProcessState.ExitCode()); err != nil {
 			t.Error(err)
 		}
@@ -130,7 +132,9 @@ func (w *wrapper) waitExit(t *testing.T, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-w.exited:
-		waitPortClosed(t)
+		if !w.d.noDebug {
+			waitPortClosed(t)
+		}
 		return w.cmd.ProcessState.ExitCode()
 	case <-time.After(limit):
 		t.Fatalf("the wrapper did not exit within %v:\n%s", limit, w.out.String())

@@ -10,6 +10,7 @@
 package webwrapper
 
 import (
+	"os"
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/harness"
@@ -22,7 +23,15 @@ const (
 	password = "ww-coach-password-2026"
 )
 
-func TestMain(m *testing.M) { harness.Main(m, "./cmd/webwrapper", "./cmd/svcpipe") }
+// TestMain builds the programs. The test process itself calls the wrappers' pipes, as a
+// program outside any desktop session: the wrapper refuses a client of another session
+// (another display), which the machine's own DISPLAY would make it.
+func TestMain(m *testing.M) {
+	for _, k := range []string{"DISPLAY", "WAYLAND_DISPLAY", "XDG_SESSION_ID"} {
+		os.Unsetenv(k)
+	}
+	harness.Main(m, "./cmd/webwrapper", "./cmd/svcpipe")
+}
 
 // startStack starts a gateway in front of an app service, as a customer runs them.
 func startStack(t *testing.T) *appstack.Stack {

@@ -245,11 +245,11 @@ type Partner struct {
 	// Origins lists the origins of the partner's pages whose forms post to
 	// /partner/{name}/payload, each as a browser sends it in the Origin header:
 	// scheme://host, with :port only when it is not the scheme's default, in lower case
-	// (https://ehr.acme.example). A form whose Origin is present and not listed is refused
-	// 403 origin_not_allowed before its token is read, so a page of another site cannot
-	// sign a browser in with a token it took from the partner's form (login CSRF) and the
-	// token stays unspent; a request without Origin (a partner's server, an old browser) is
-	// checked as before. "null" admits the Origin browsers send for a local file, a
+	// (https://ehr.acme.example). A form whose Origin is not listed, or that has none, is
+	// refused 403 origin_not_allowed before its token is read, so a page of another site
+	// cannot sign a browser in with a token it took from the partner's form (login CSRF),
+	// nor a program turn a lifted token into a login page, and the token stays unspent;
+	// browsers send Origin on every form post, and a program has /url. "null" admits the Origin browsers send for a local file, a
 	// sandboxed frame or a page whose referrer policy is no-referrer: any page can send it,
 	// so listing it gives the protection up for such pages. The list is also the
 	// frame-ancestors of the gateway's refusal page on /payload. /url is not checked.

@@ -18,9 +18,13 @@ import (
 // is signed in as that person, and what the victim enters goes to the person's account. A
 // browser names the page that posts a form in the Origin header, which no page can set;
 // with the list, a form from any other page is refused before its token is read, so the
-// token stays unspent and the victim's browser is not signed in. /url is not checked: its
-// answer is a login URL that the caller must open itself, which a page of another site
-// cannot read.
+// token stays unspent and the victim's browser is not signed in. A form without Origin is
+// refused too (issue 34): every browser names the page of a form post, so a request
+// without one is no browser's form, and letting it pass would let anyone who holds a
+// token turn it into a login page from a server and send that page's link on. /url is
+// not checked: its answer is a login URL that the caller must open itself, which a page
+// of another site cannot read; the app service asks a browser that has never signed in
+// to the link's account before it signs it in (docs/appservice.md).
 
 // nullOrigin is the Origin a browser sends for a page that has no origin to name: a local
 // file, a sandboxed frame, a redirect across sites, or a page whose referrer policy is
@@ -127,14 +131,20 @@ func newOriginSet(origins []string) originSet {
 // maxLoggedOrigin bounds the refused Origin in the log line: it is the client's text.
 const maxLoggedOrigin = 200
 
-// checkOrigin refuses a /payload request whose Origin headers are not all listed. A request
-// without one (a partner's server, an old browser) passes: only a browser carries another
-// person's session, and browsers send Origin on every form post to another site.
+// checkOrigin refuses a /payload request whose Origin headers are not all listed, or that
+// has none. Browsers send Origin on every form post (null where they may not name the
+// page), so a request without it is a program's, which has /url for its links.
 func (s *originSet) checkOrigin(r *http.Request) *rejection {
 	if s.allowed == nil {
 		return nil
 	}
-	for _, o := range r.Header.Values("Origin") {
+	origins := r.Header.Values("Origin")
+	if len(origins) == 0 {
+		return &rejection{code: problem.CodeOriginNotAllowed,
+			detail: "this partner's link forms are accepted only from the partner's own pages, and this form did not say which page sent it (a browser always does); open the link again from the partner's application",
+			err:    errors.New("form without Origin; the partner's origins need one")}
+	}
+	for _, o := range origins {
 		if _, ok := s.allowed[o]; !ok {
 			if len(o) > maxLoggedOrigin {
 				o = o[:maxLoggedOrigin] + "…"

@@ -75,8 +75,9 @@ func TestCheckOrigins(t *testing.T) {
 
 // TestServeHTTPOrigins: a partner with origins refuses a /payload form from any other page
 // before it reads the token (issue 25, login CSRF): the nonce stays unspent, so the
-// partner's own page can still use the token. Without Origin, on /url, and for a partner
-// without origins, nothing changes. The refusal page may be framed by the listed pages only.
+// partner's own page can still use the token. A form without Origin is refused the same
+// way (issue 34: no browser's form, but a server's that turns a token into a login page).
+// On /url, and for a partner without origins, nothing changes. The refusal page may be framed by the listed pages only.
 func TestServeHTTPOrigins(t *testing.T) {
 	f := newFixture(t, func(h *Handler) {
 		jwks := h.Partners["demo"].JWKSFile
@@ -106,7 +107,10 @@ func TestServeHTTPOrigins(t *testing.T) {
 		}, "origin_not_allowed"},
 		{"listed origin", "demo", func(tok string) *http.Request { return form("demo", tok, "https://ehr.partner.example") }, ""},
 		{"listed origin with a port", "demo", func(tok string) *http.Request { return form("demo", tok, "http://localhost:8081") }, ""},
-		{"no origin", "demo", func(tok string) *http.Request { return form("demo", tok) }, ""},
+		{"no origin", "demo", func(tok string) *http.Request { return form("demo", tok) }, "origin_not_allowed"},
+		{"empty origin", "demo", func(tok string) *http.Request { return form("demo", tok, "") }, "origin_not_allowed"},
+		{"no origin, no origins: any page", "open", func(tok string) *http.Request { return form("open", tok) }, ""},
+		{"url without origin", "demo", func(tok string) *http.Request { return urlRequest("demo", tok) }, ""},
 		{"url ignores origins", "demo", func(tok string) *http.Request {
 			r := urlRequest("demo", tok)
 			r.Header.Set("Origin", "http://evil.example")
@@ -171,16 +175,18 @@ func TestOriginRefusalLogged(t *testing.T) {
 	f.h.logger = zap.New(core)
 	tok := f.token(t, "ES256", harness.Token{})
 	long := "https://" + strings.Repeat("a", 300) + ".example"
-	for _, origin := range []string{"http://evil.example", long} {
+	for _, origin := range []string{"http://evil.example", long, ""} {
 		r := payloadRequest("demo", "payload="+url.QueryEscape(tok))
-		r.Header.Set("Origin", origin)
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
 		f.serve(r)
 	}
 	entries := logs.All()
-	if len(entries) != 2 {
-		t.Fatalf("log entries = %+v, want two", entries)
+	if len(entries) != 3 {
+		t.Fatalf("log entries = %+v, want three", entries)
 	}
-	for i, want := range []string{`"http://evil.example"`, `"https://` + strings.Repeat("a", 192) + `…"`} {
+	for i, want := range []string{`"http://evil.example"`, `"https://` + strings.Repeat("a", 192) + `…"`, "form without Origin"} {
 		e := entries[i]
 		fields := e.ContextMap()
 		if e.Level != zapcore.InfoLevel || fields["outcome"] != "origin_not_allowed" || fields["partner"] != "demo" {

@@ -22,8 +22,8 @@ import (
 
 // DefaultWait is how long a page call may take to answer: the original waited 30 seconds
 // for asynchronous answers. The wait for a sign-in has no limit of its own: a command
-// waits as long as whoever sent it (a pipe client staying connected, the program's own
-// arguments) does, as the original blocked until someone signed in.
+// waits as long as the wrapper runs, whether or not its pipe client stays connected, as
+// the original blocked until someone signed in and then ran every command.
 const DefaultWait = 30 * time.Second
 
 // errTimeout is the original's answer when the page did not answer in time; clients may
@@ -142,8 +142,9 @@ func (a *App) Run(ctx context.Context) error {
 			}
 			a.o.Logger.Info("window closed while signed in: still running, show opens it again")
 		case j := <-a.jobs:
-			// The command ends with its sender, with Run, and at close, which must not
-			// wait for a page call or a sign-in in progress.
+			// The command ends with its sender's context (the pipe's lasts until the
+			// wrapper stops, whatever its client does), with Run, and at close, which
+			// must not wait for a page call or a sign-in in progress.
 			jctx, cancel := context.WithCancel(j.ctx)
 			stopRun := context.AfterFunc(ctx, cancel)
 			stopClose := closeCancels(a.closing, cancel)
@@ -356,12 +357,25 @@ func (a *App) run(ctx context.Context, c command.Command) result {
 		if err != nil {
 			return result{err: err}
 		}
+		if showsWindow[c.Name] {
+			if err := a.front(ctx); err != nil {
+				a.o.Logger.Warn("bringing the window to the front", "command", string(c.Name), "error", err)
+			}
+		}
 		return a.call(ctx, eng, c)
 	}
 	if c.Name == command.SignOn {
 		return result{err: a.signOn(c.Args["user"].(string))}
 	}
 	return result{err: fmt.Errorf("command %s does not go through the queue", c.Name)}
+}
+
+// showsWindow are the commands that show something in the window, which comes to the
+// front for them (out of the tray or the taskbar, restored, active), as the original's
+// did: a nurse who picks a patient in the EHR sees the wrapper answer.
+var showsWindow = map[command.Name]bool{
+	command.SelectPerson: true, command.OpenWorkout: true,
+	command.QueryExercises: true, command.QueryWorkouts: true,
 }
 
 // front shows the window, opening it again when the user closed it.
@@ -397,7 +411,7 @@ func (a *App) signOn(user string) error {
 }
 
 // waitSignedIn returns the window once the page is signed in, bringing it to the front
-// first. It waits as long as ctx lasts: a pipe client's connection, or the program.
+// first. It waits as long as ctx lasts: the wrapper's run.
 func (a *App) waitSignedIn(ctx context.Context) (engine.Engine, error) {
 	for first := true; ; first = false {
 		a.mu.Lock()

@@ -422,3 +422,43 @@ func TestNotice(t *testing.T) {
 		t.Errorf("the notice brought the window to the front %d times", n)
 	}
 }
+
+// The window comes when called, as the original's did: a signed-in wrapper whose window
+// is minimised restores it (to the front, active) for selectperson, openworkout and the
+// queries; the data commands leave it where it is.
+func TestWindowComesWhenCalled(t *testing.T) {
+	a, eng := start(t, Options{})
+	for _, fn := range []string{"selectPerson", "openWorkout", "queryExercises", "queryWorkouts", "getListOfUsers", "getWorkoutsForClient"} {
+		eng.Handle(fn, func([]any) (any, error) {
+			if fn == "selectPerson" {
+				return map[string]any{"person": map[string]any{"id": 3}}, nil
+			}
+			return []any{}, nil
+		})
+	}
+	signIn(eng, 7)
+	waitState(t, a, true)
+	for _, tt := range []struct {
+		c     command.Command
+		comes bool
+	}{
+		{cmd(t, "selectperson", map[string]any{"userid": 0, "customid": "1", "firstname": "A", "lastname": "B"}), true},
+		{cmd(t, "openworkout", map[string]any{"id": 12}), true},
+		{cmd(t, "queryexercises", map[string]any{"text": "knee"}), true},
+		{cmd(t, "queryworkouts", map[string]any{"text": "knee"}), true},
+		{cmd(t, "getlistofusers", map[string]any{"customid": "1"}), false},
+		{cmd(t, "getworkoutsforclient", map[string]any{"customid": "1"}), false},
+	} {
+		if r := <-do(a, cmd(t, "hide", nil)); r.err != nil {
+			t.Fatal(r.err)
+		}
+		_, before := eng.Minimized()
+		if r := <-do(a, tt.c); r.err != nil {
+			t.Fatalf("%s = %v", tt.c.Name, r.err)
+		}
+		minimized, after := eng.Minimized()
+		if came := after > before && !minimized; came != tt.comes {
+			t.Errorf("%s with the window minimised: restored %v, want %v", tt.c.Name, came, tt.comes)
+		}
+	}
+}

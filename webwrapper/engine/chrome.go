@@ -460,7 +460,23 @@ func (c *Chrome) setState(ctx context.Context, state browser.WindowState) error 
 	return nil
 }
 
-// Minimize minimizes the window, remembering whether it was maximized.
+// browserPID is the browser's process id, whose windows the desktop calls are about; 0
+// before Start.
+func (c *Chrome) browserPID() int {
+	if c.ctx == nil {
+		return 0
+	}
+	if cc := chromedp.FromContext(c.ctx); cc != nil && cc.Browser != nil {
+		if p := cc.Browser.Process(); p != nil {
+			return p.Pid
+		}
+	}
+	return 0
+}
+
+// Minimize minimizes the window, remembering whether it was maximized, and takes it out of
+// the taskbar, as the original's hide did. What the desktop answers to the latter does not
+// fail the call: the window is minimised.
 func (c *Chrome) Minimize(ctx context.Context) error {
 	sctx, stop := c.scope(ctx)
 	defer stop()
@@ -473,13 +489,24 @@ func (c *Chrome) Minimize(ctx context.Context) error {
 		c.wasMaximized = w.Bounds.WindowState == browser.WindowStateMaximized
 		c.mu.Unlock()
 	}
-	return c.setState(sctx, browser.WindowStateMinimized)
+	if err := c.setState(sctx, browser.WindowStateMinimized); err != nil {
+		return err
+	}
+	if pid := c.browserPID(); pid != 0 {
+		_ = nativeHide(pid)
+	}
+	return nil
 }
 
-// Restore restores the window to its state before Minimize and brings it to the front.
+// Restore puts the window back in the taskbar, restores it to its state before Minimize
+// and brings it to the front, active, as the original's Restore did.
 func (c *Chrome) Restore(ctx context.Context) error {
 	sctx, stop := c.scope(ctx)
 	defer stop()
+	pid := c.browserPID()
+	if pid != 0 {
+		_ = nativeShow(pid)
+	}
 	state := browser.WindowStateNormal
 	c.mu.Lock()
 	if c.wasMaximized {
@@ -497,6 +524,9 @@ func (c *Chrome) Restore(ctx context.Context) error {
 	}
 	if _, err := chromedp.Call(sctx, page.BringToFront, cdp.Empty{}); err != nil {
 		return fmt.Errorf("bringing the window to the front: %w", err)
+	}
+	if pid != 0 {
+		_ = nativeFront(pid)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 // Pipe names are machine-global, so the endpoint's name carries the user's SID and the
 // session as well as the pid; the pipe's DACL admits the current user only.
-func endpoint(_ string, pid int) (string, error) {
+func endpoint(_, _ string, pid int) (string, error) {
 	u, err := windows.GetCurrentProcessToken().GetTokenUser()
 	if err != nil {
 		return "", fmt.Errorf("reading the current user: %w", err)
@@ -19,4 +19,4 @@ func endpoint(_ string, pid int) (string, error) {
 }
 
 // removeStale has nothing to do: a pipe goes with its process.
-func removeStale(string) {}
+func removeStale(_, _ string) {}

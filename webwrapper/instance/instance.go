@@ -1,7 +1,10 @@
-// Package instance keeps one wrapper per user: the first start takes a lock file and
-// listens on a local endpoint; a later start finds it and hands it its arguments, which
-// the running instance applies as its own (the spec's SVC-7). The lock is an OS file lock
-// (github.com/gofrs/flock), so a killed instance never leaves it behind.
+// Package instance keeps one wrapper per user and desktop session (localsock.Session: the
+// Windows session, elsewhere the display): the first start takes a lock file and listens
+// on a local endpoint; a later start in the same session finds it and hands it its
+// arguments, which the running instance applies as its own (the spec's SVC-7). The lock
+// is an OS file lock (github.com/gofrs/flock), so a killed instance never leaves it
+// behind. A start in another session of the user has its own lock, pid and endpoint, so
+// its arguments never land in a window on another screen.
 //
 // The endpoint is not the svcpipe of the pipe protocol: its name and framing are the
 // wrapper's own, so that an integrator's pipe client can never reach it by mistake.
@@ -28,8 +31,6 @@ import (
 )
 
 const (
-	lockName = "instance.lock"
-	pidName  = "instance.pid"
 	// maxMessage bounds one forwarded argument list.
 	maxMessage = 1 << 20
 	// ioTimeout bounds one forward, both sides.
@@ -39,6 +40,7 @@ const (
 // Instance is the running (primary) instance.
 type Instance struct {
 	dir    string
+	base   string // the session's file names in dir: base.lock, base.pid, base.<pid>.sock
 	lock   *flock.Flock
 	ln     net.Listener
 	args   chan []string
@@ -61,6 +63,19 @@ func Dir(vendor, product string) (string, error) {
 // went to the running instance, and this process should exit. It keeps trying for ctx's
 // lifetime while the running instance is starting up or going away.
 func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst *Instance, err error) {
+	return acquireSession(ctx, dir, baseName(localsock.Session()), args)
+}
+
+// baseName is the session's files' name in the instance folder: "instance" for a wrapper
+// that knows no session, else "instance-<session>".
+func baseName(session string) string {
+	if session == "" {
+		return "instance"
+	}
+	return "instance-" + session
+}
+
+func acquireSession(ctx context.Context, dir, base string, args []string) (primary bool, inst *Instance, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, nil, fmt.Errorf("creating the instance folder: %w", err)
 	}
@@ -69,7 +84,7 @@ func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return false, nil, fmt.Errorf("making the instance folder private: %w", err)
 	}
-	lock := flock.New(filepath.Join(dir, lockName))
+	lock := flock.New(filepath.Join(dir, base+".lock"))
 	var last error
 	for {
 		ok, err := lock.TryLock()
@@ -77,14 +92,14 @@ func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst
 			return false, nil, fmt.Errorf("locking the instance: %w", err)
 		}
 		if ok {
-			inst, err := start(dir, lock)
+			inst, err := start(dir, base, lock)
 			if err != nil {
 				_ = lock.Unlock()
 				return false, nil, err
 			}
 			return true, inst, nil
 		}
-		if last = forward(ctx, dir, args); last == nil {
+		if last = forward(ctx, dir, base, args); last == nil {
 			return false, nil, nil
 		}
 		// The holder may not listen yet, or may be exiting; try both again shortly.
@@ -98,10 +113,10 @@ func Acquire(ctx context.Context, dir string, args []string) (primary bool, inst
 
 // start listens on this process's endpoint, then writes its pid, so that a pid found
 // next to the lock always names an endpoint that was listening.
-func start(dir string, lock *flock.Flock) (*Instance, error) {
-	removeStale(dir)
+func start(dir, base string, lock *flock.Flock) (*Instance, error) {
+	removeStale(dir, base)
 	pid := os.Getpid()
-	path, err := endpoint(dir, pid)
+	path, err := endpoint(dir, base, pid)
 	if err != nil {
 		return nil, fmt.Errorf("listening for other starts: %w", err)
 	}
@@ -109,11 +124,11 @@ func start(dir string, lock *flock.Flock) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for other starts: %w", err)
 	}
-	if err := writePID(dir, pid); err != nil {
+	if err := writePID(dir, base, pid); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
-	inst := &Instance{dir: dir, lock: lock, ln: ln, args: make(chan []string, 16), done: make(chan struct{})}
+	inst := &Instance{dir: dir, base: base, lock: lock, ln: ln, args: make(chan []string, 16), done: make(chan struct{})}
 	inst.wg.Add(1)
 	go inst.serve()
 	return inst, nil
@@ -130,7 +145,7 @@ func (i *Instance) Close() error {
 		err = i.ln.Close()
 		i.wg.Wait()
 		close(i.args)
-		_ = os.Remove(filepath.Join(i.dir, pidName))
+		_ = os.Remove(filepath.Join(i.dir, i.base+".pid"))
 		if uerr := i.lock.Unlock(); err == nil {
 			err = uerr
 		}
@@ -176,14 +191,14 @@ func (i *Instance) handle(c net.Conn) {
 }
 
 // forward sends args to the instance whose pid is next to the lock.
-func forward(ctx context.Context, dir string, args []string) error {
-	pid, err := readPID(dir)
+func forward(ctx context.Context, dir, base string, args []string) error {
+	pid, err := readPID(dir, base)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
-	path, err := endpoint(dir, pid)
+	path, err := endpoint(dir, base, pid)
 	if err != nil {
 		return err
 	}
@@ -214,8 +229,8 @@ func forward(ctx context.Context, dir string, args []string) error {
 	return nil
 }
 
-func writePID(dir string, pid int) error {
-	path := filepath.Join(dir, pidName)
+func writePID(dir, base string, pid int) error {
+	path := filepath.Join(dir, base+".pid")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing the instance pid: %w", err)
@@ -226,8 +241,8 @@ func writePID(dir string, pid int) error {
 	return nil
 }
 
-func readPID(dir string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, pidName))
+func readPID(dir, base string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, base+".pid"))
 	if err != nil {
 		return 0, fmt.Errorf("reading the instance pid: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/instance"
+	"github.com/partnergate/partnergate/webwrapper/localsock"
 	"github.com/partnergate/partnergate/webwrapper/provider"
 )
 
@@ -112,7 +113,7 @@ func Run(ctx context.Context, args []string, o Options) int {
 	if err := registerLocation(filepath.Dir(exe)); err != nil {
 		log.Warn("writing where the program is", "error", err)
 	}
-	w := &wrapper{cfg: cfg, o: o, dir: dir, log: log, logs: logs}
+	w := &wrapper{cfg: cfg, o: o, dir: dir, session: localsock.Session(), log: log, logs: logs}
 	if !w.read(start, readErr) {
 		start = provider.Start{}
 	}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/wintest"
+	"github.com/partnergate/partnergate/webwrapper/app"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/engine"
+	"github.com/partnergate/partnergate/webwrapper/engine/enginetest"
 	"github.com/partnergate/partnergate/webwrapper/instance"
 	"github.com/partnergate/partnergate/webwrapper/provider"
 )
@@ -126,6 +128,10 @@ func TestEngineOptions(t *testing.T) {
 	if got.URL != w.o.AppURL || got.ServiceURL != w.o.AppURL || got.ProfileDir != w.o.Profile || got.PreferEdge || warning == "" {
 		t.Errorf("with flags and InternetExplorer: %+v, %q; want the flags, the default engine and a warning", got, warning)
 	}
+	w.o.Profile, w.session = "", "x11-_1"
+	if got, _ = w.engineOptions(); got.ProfileDir != filepath.Join(dir, "profile-x11-_1") {
+		t.Errorf("in session x11-_1: ProfileDir = %q, want the session's own profile-x11-_1", got.ProfileDir)
+	}
 	cfg.SetBool(config.RememberLoggedInUser, false)
 	if got, _ = w.engineOptions(); got.KeepSession {
 		t.Errorf("with RememberLoggedInUser=False: KeepSession = true, want the session not kept")
@@ -185,5 +191,29 @@ func TestStartOptions(t *testing.T) {
 				t.Errorf("sign-out URL = %q, want AdfsUrl with signout=1", signOut)
 			}
 		})
+	}
+}
+
+// Every later start brings the window to the front, with arguments or without, as the
+// original's did; its commands run after.
+func TestLaterStartBringsWindow(t *testing.T) {
+	dir := wintest.TempDir(t)
+	w := &wrapper{cfg: testConfig(t, dir, ``), dir: dir, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	eng := enginetest.New()
+	if err := eng.Start(context.Background(), engine.Options{URL: "http://app/"}); err != nil {
+		t.Fatal(err)
+	}
+	a := app.New(eng, app.Options{Version: "2.1.5.0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); <-a.Done() }()
+	go a.Run(ctx)
+	for i, args := range [][]string{nil, {"provider=" + provider.Arguments, "culture=nb-NO"}} {
+		if err := eng.Minimize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.applyLater(ctx, a, args)
+		if minimized, restores := eng.Minimized(); minimized || restores != i+1 {
+			t.Errorf("after a later start with %q: minimised %v, restored %d times; want restored", args, minimized, restores)
+		}
 	}
 }

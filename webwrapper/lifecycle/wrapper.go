@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/webwrapper/app"
+	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/engine"
 	"github.com/partnergate/partnergate/webwrapper/instance"
@@ -21,11 +22,12 @@ import (
 
 // wrapper is the running (primary) instance.
 type wrapper struct {
-	cfg  *config.Config
-	o    Options
-	dir  string // the instance folder: lock, profile
-	log  *slog.Logger
-	logs *logs
+	cfg     *config.Config
+	o       Options
+	dir     string // the instance folder: lock, profile
+	session string // the desktop session (localsock.Session), which has a profile of its own
+	log     *slog.Logger
+	logs    *logs
 
 	mu     sync.Mutex
 	bounds engine.Bounds // the window's last known bounds, saved at exit
@@ -63,6 +65,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 		w.shutdown(a)
 		return ExitFailed
 	}
+	srv.Logger = w.log
 	pctx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(pctx, a.Do) }()
@@ -108,8 +111,14 @@ func (w *wrapper) read(s provider.Start, err error) bool {
 }
 
 // applyLater applies the command line of a later start, read by the provider it names
-// (or the configured one), exactly as the first start's.
+// (or the configured one), exactly as the first start's. Every later start, with
+// arguments or without, first brings the window to the front (out of the tray or the
+// taskbar, restored, active), as the original's did: starting the program again is how a
+// person or an EHR asks for it.
 func (w *wrapper) applyLater(ctx context.Context, a *app.App, args []string) {
+	if _, _, err := a.Do(ctx, command.Command{Name: command.Show}); err != nil {
+		w.log.Warn("bringing the window to the front for another start", "error", err)
+	}
 	p, err := provider.ForArgs(args, w.cfg.String(config.ProtocolProvider))
 	if err != nil {
 		w.log.Warn("arguments of another start", "error", err)
@@ -167,7 +176,7 @@ func (w *wrapper) engineOptions() (engine.Options, string) {
 	e, warning := w.cfg.Engine()
 	o := engine.Options{
 		URL:        w.cfg.String(config.AppUrl),
-		ProfileDir: filepath.Join(w.dir, "profile"),
+		ProfileDir: filepath.Join(w.dir, profileName(w.session)),
 		Maximized:  w.cfg.Bool(config.Maximized),
 		Zoom:       w.cfg.Zoom(),
 		Language:   w.cfg.String(config.Culture),
@@ -193,6 +202,16 @@ func (w *wrapper) engineOptions() (engine.Options, string) {
 		o.Bounds = engine.Bounds{Left: left, Top: top, Width: width, Height: height}
 	}
 	return o, warning
+}
+
+// profileName is the browser profile folder of a session: a browser hands a second start
+// on one profile folder over to the browser already running on it, whose window is in
+// the other session, so each session has its own ("profile" without a known session).
+func profileName(session string) string {
+	if session == "" {
+		return "profile"
+	}
+	return "profile-" + session
 }
 
 // reopenOptions opens the window again where it was, on the page it started with: the

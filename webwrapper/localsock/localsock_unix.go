@@ -20,7 +20,8 @@ const socketMode = 0o600
 // Its folder must be PrivateFolder. A socket left there by a crashed process (whose id may
 // have been reused) is removed when nothing answers on it; one that answers is refused
 // with ErrInUse, so that a second listener never steals a live one's name. Closing the
-// listener removes the socket.
+// listener removes the socket. A client of another user, or (on Linux) of another desktop
+// session of the user (Session), is hung up on as it connects.
 func Listen(path string) (net.Listener, error) {
 	if err := PrivateFolder(filepath.Dir(path)); err != nil {
 		return nil, err
@@ -41,7 +42,26 @@ func Listen(path string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("%s: the socket is not of mode 0600", path)
 	}
-	return ln, nil
+	return ownerListener{Listener: ln, session: Session()}, nil
+}
+
+// ownerListener accepts the clients of the user in this desktop session only (ownPeer).
+type ownerListener struct {
+	net.Listener
+	session string
+}
+
+func (l ownerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ownPeer(c, l.session) {
+			return c, nil
+		}
+		c.Close()
+	}
 }
 
 // PrivateFolder checks that dir is a folder (not a link to one) of the current user that

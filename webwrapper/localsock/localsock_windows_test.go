@@ -18,15 +18,19 @@ func testPath(t *testing.T, name string) string {
 
 func primeTestPipe(path string) { wintest.PrimePipe(path) }
 
-// The descriptor the pipe is made with grants the current user alone, and no entry is
-// inherited. (Whether Windows keeps another user out is its to enforce; Wine has one user
-// and cannot show it.)
+// The descriptor the pipe is made with grants the current logon session alone (its logon
+// SID, S-1-5-5-X-Y: this user in this session), and no entry is inherited. (Whether
+// Windows keeps another user or session out is its to enforce; Wine has one user and one
+// session and cannot show it.)
 func TestNamedPipeSecurity(t *testing.T) {
-	user, err := windows.GetCurrentProcessToken().GetTokenUser()
+	logon, err := logonSID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, err := windows.SecurityDescriptorFromString(userOnly(user.User.Sid))
+	if !strings.HasPrefix(logon.String(), "S-1-5-5-") {
+		t.Fatalf("logon SID = %s, want S-1-5-5-X-Y", logon)
+	}
+	sd, err := windows.SecurityDescriptorFromString(sessionOnly(logon))
 	if err != nil {
 		t.Fatalf("the descriptor does not parse: %v", err)
 	}
@@ -43,7 +47,18 @@ func TestNamedPipeSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
-	if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || !sid.Equals(user.User.Sid) {
-		t.Errorf("entry = type %d for %s, want allowed for the current user %s", ace.Header.AceType, sid, user.User.Sid)
+	if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || !sid.Equals(logon) {
+		t.Errorf("entry = type %d for %s, want allowed for the logon session %s", ace.Header.AceType, sid, logon)
+	}
+}
+
+// The session is this process's Windows session, by its number.
+func TestSession(t *testing.T) {
+	var id uint32
+	if err := windows.ProcessIdToSessionId(windows.GetCurrentProcessId(), &id); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Session(), fmt.Sprintf("session-%d", id); got != want {
+		t.Errorf("Session() = %q, want %q", got, want)
 	}
 }

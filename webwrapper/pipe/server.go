@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -15,8 +16,9 @@ import (
 // Handler runs one command. It returns the reply to write, or hasReply false to close
 // without one (show, hide, close and openworkout do so: the original's clients do not read
 // a reply for them). An error is answered {"error": "<message>"}, so its text must not
-// quote a person's data. ctx ends when the client disconnects, or when the server stops:
-// a command may wait for the sign-in as long as its client waits for the answer.
+// quote a person's data. ctx ends when the server stops, not when the client hangs up:
+// the original ran every command whatever its client did next, and its own sample client
+// writes show, hide, close, log and openworkout and goes without reading.
 type Handler func(ctx context.Context, c command.Command) (reply []byte, hasReply bool, err error)
 
 // Time limits of one connection. The request follows the connect at once in every known
@@ -28,6 +30,10 @@ const (
 
 // Server is the listening pipe svcpipe.<pid>.
 type Server struct {
+	// Logger receives what became of a connection's reply when its client had gone; nil
+	// discards it. Set it before Serve.
+	Logger *slog.Logger
+
 	ln   net.Listener
 	path string
 }
@@ -71,13 +77,14 @@ func (s *Server) Serve(ctx context.Context, h Handler) error {
 			}
 			return err
 		}
-		wg.Go(func() { serveConn(ctx, conn, h) })
+		wg.Go(func() { s.serveConn(ctx, conn, h) })
 	}
 }
 
 // serveConn reads one request, runs it and writes the reply, if any. A request that does
-// not arrive whole is not answered: the client has gone.
-func serveConn(ctx context.Context, conn net.Conn, h Handler) {
+// not arrive whole is not answered: the client has gone. One that arrived runs to its end
+// even when its client hangs up meanwhile; then only its reply is dropped.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, h Handler) {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(readTimeout))
 	msg, err := ReadMessage(conn)
@@ -94,36 +101,23 @@ func serveConn(ctx context.Context, conn net.Conn, h Handler) {
 		reply(conn, errorReply(err))
 		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go watchHangUp(conn, cancel)
 	out, has, err := h(ctx, c)
 	switch {
 	case err != nil:
-		reply(conn, errorReply(err))
-	case has:
-		if len(out) > MaxMessage {
-			reply(conn, errorReply(errors.New("reply too large")))
-			return
-		}
-		reply(conn, out)
+		out = errorReply(err)
+	case !has:
+		return
+	case len(out) > MaxMessage:
+		out = errorReply(errors.New("reply too large"))
 	}
-}
-
-// watchHangUp cancels when the client hangs up: a client sends nothing after its request,
-// so a read ends only when the connection does (or when serveConn closes it).
-func watchHangUp(conn net.Conn, cancel context.CancelFunc) {
-	var b [512]byte
-	for {
-		if _, err := conn.Read(b[:]); err != nil {
-			cancel()
-			return
-		}
+	if err := reply(conn, out); err != nil && s.Logger != nil {
+		s.Logger.Info("pipe: the client hung up before its reply; the command ran, its reply is dropped",
+			"command", string(c.Name), "error", err)
 	}
 }
 
 // reply writes one message; a client that has gone or stopped reading is not waited for.
-func reply(conn net.Conn, msg []byte) {
+func reply(conn net.Conn, msg []byte) error {
 	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	WriteMessage(conn, msg) // an error means the client has gone: nothing to do
+	return WriteMessage(conn, msg)
 }

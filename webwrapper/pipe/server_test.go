@@ -3,15 +3,19 @@
 package pipe
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -325,40 +329,67 @@ func TestPathRuntimeDirChecked(t *testing.T) {
 	}
 }
 
-// A handler's context ends when its client hangs up, so that a command waiting for the
-// sign-in waits exactly as long as its client does.
-func TestHandlerContextEndsWithClient(t *testing.T) {
+// A command runs to its end when its client writes its request and hangs up at once, as
+// the original's sample client does: the handler's context lasts, and only the reply is
+// dropped, which the log says.
+func TestCommandOutlivesClient(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", wintest.TempDir(t))
 	srv, err := Listen(4343)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	srv.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	waiting, ended := make(chan struct{}), make(chan struct{})
-	go srv.Serve(ctx, func(ctx context.Context, c command.Command) ([]byte, bool, error) {
-		close(waiting)
-		<-ctx.Done()
-		close(ended)
-		return nil, false, ctx.Err()
-	})
+	served := make(chan error, 1)
+	release := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ctx, func(ctx context.Context, c command.Command) ([]byte, bool, error) {
+			select { // the page answers after the client has gone, unless the command is cut off
+			case <-release:
+			case <-ctx.Done():
+			}
+			ran <- ctx.Err()
+			return []byte(`{"Id":1}`), true, nil
+		})
+	}()
 	conn, err := net.Dial("unix", srv.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteMessage(conn, []byte(`{"Method":"getlistofusers"}`)); err != nil {
+	if err := WriteMessage(conn, []byte(`{"Method":"selectperson","Args":{"userid":0,"customid":"1","firstname":"A","lastname":"B"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	<-waiting
-	select {
-	case <-ended:
-		t.Fatal("the handler's context ended while the client was still connected")
-	case <-time.After(200 * time.Millisecond):
-	}
 	conn.Close()
+	// Time for a server that watched for the hang-up to cut the command off; one that does
+	// not passes whatever the wait.
+	time.Sleep(300 * time.Millisecond)
+	close(release)
 	select {
-	case <-ended:
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("the command's context after its client hung up = %v, want it to last", err)
+		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the handler's context did not end when the client hung up")
+		t.Fatal("the command did not run")
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if got := logs.String(); !strings.Contains(got, "reply is dropped") || !strings.Contains(got, "command=selectperson") {
+		t.Errorf("log = %q, want the dropped reply of selectperson", got)
 	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
