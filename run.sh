@@ -219,7 +219,7 @@ export PARTNERGATE_UPSTREAM_SECRET
     "firstname": "Ola",
     "lastname": "Nordmann",
     "birthdate": "1985-04-17",
-    "ssn": "17048512345",
+    "ssn": "17043550098",
     "email": "ola@example.org"
   },
   "caseId": "case-1"
@@ -276,12 +276,14 @@ else
 	run_id=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	config="$demo/Caddyfile"
 	demo_sed=$(printf '%s' "$demo" | sed 's/[#&\\]/\\&/g')
+	data_sed=$(printf '%s' "$data" | sed 's/[#&\\]/\\&/g')
 	{
 		echo "# Written by run.sh from Caddyfile.example at every start, for this run's ports and data"
 		echo "# folder: changes here are lost. For your own, edit a copy elsewhere and start"
 		echo "# PARTNERGATE_CADDYFILE=<copy> ./run.sh"
 		sed -e "s#localhost:8080#localhost:$gw_port#g" -e "s#http://:8080#http://:$gw_port#g" -e "s#127.0.0.1:9080#127.0.0.1:$app_port#g" \
-			-e "s#localhost:2019#127.0.0.1:$admin_port#g" -e "s#\./data/demo/#$demo_sed/#g" Caddyfile.example |
+			-e "s#localhost:2019#127.0.0.1:$admin_port#g" -e "s#\./data/demo/#$demo_sed/#g" \
+			-e "s#\./data/webwrapper#$data_sed/webwrapper#g" Caddyfile.example |
 			awk -v site="http://localhost:$gw_port {" -v id="$run_id" '{ print } $0 == site {
 				print "\t# This run'\''s identifier: run.sh reports only answers that carry it."
 				print "\theader X-Partnergate-Run " id
@@ -555,6 +557,10 @@ partnergate is running.
 Demo persons and plans (Åse Ødegård, Jonas Lindqvist, Mia Virtanen) are seeded at start
 into North Clinic, where the demo links land, and into the organization where the
 instructor's password sign-in lands ($gateway/app/signin): "Demo clinic" at first.
+
+The desktop wrapper's download and update site, $gateway/webwrapper/, serves
+$data/webwrapper/: empty until a build is published there (docs/operations.md,
+"Publishing the desktop wrapper").
 
 Ctrl-C stops the gateway and the app service.
 EOF

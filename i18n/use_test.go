@@ -12,13 +12,15 @@ import (
 )
 
 // sources are the files that use the catalogue: the app service's templates, Go code and
-// page scripts, the case PDF, and the gateway's refusal page.
+// page scripts, the case PDF, the gateway's refusal page and the wrapper's download page.
 var sources = []struct{ dir, ext string }{
 	{"../appservice/web/templates", ".html"},
 	{"../appservice/web/static", ".js"},
 	{"../appservice/web", ".go"},
 	{"../appservice/casepdf", ".go"},
 	{"../plugins/jwtpartner", ".go"},
+	{"../webwrapper/site", ".html"},
+	{"../webwrapper/site", ".go"},
 }
 
 var (

@@ -146,12 +146,24 @@ func TestSchemasAcceptTheCasebooksLinks(t *testing.T) {
 			if !ok {
 				t.Fatal("the accepted token's claims are not JSON")
 			}
-			got, want := failing(schemas[c.Kind], v), slices.Sorted(slices.Values(c.Dropped))
+			want := slices.Sorted(slices.Values(c.Dropped))
+			if field := inexpressibleDrops[c.Name]; field != "" {
+				want = slices.DeleteFunc(want, func(f string) bool { return f == field })
+			}
+			got := failing(schemas[c.Kind], v)
 			if !slices.Equal(got, want) {
 				t.Errorf("the %s schema fails at %q, want exactly the dropped fields %q", c.Kind, got, c.Dropped)
 			}
 		})
 	}
+}
+
+// inexpressibleDrops are the casebook's accepted cases whose dropped field a schema passes,
+// by case name: the field, with the reason in a comment.
+var inexpressibleDrops = map[string]string{
+	// A national identity number's check digits (mod-11, Luhn) and the date within it; the
+	// schema checks its digits and separators.
+	"main link, ssn check digits wrong": "contact.ssn",
 }
 
 // roundTrip makes claims the JSON value a schema validator sees.

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/partnergate/partnergate/nationalid"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -72,7 +73,8 @@ func (p *Payload) Validate(allowed ...Kind) (Kind, error) {
 }
 
 // DropMalformed clears every optional field of p whose value breaks its rule (blank, a control
-// character, too long, not an e-mail address, not a date) and returns them, in table order,
+// character, too long, not an e-mail address, not a date, not a national identity number)
+// and returns them, in table order,
 // with the reason; it returns nil when it clears nothing. Required fields are left alone:
 // Validate refuses them. The interface gives no format for the e-mail fields and says
 // middlename "may be empty", and a partner's optional data is a nicety (prefilling, a second
@@ -111,7 +113,7 @@ func (p *Payload) check(v *validator, kind Kind) {
 	c := p.Contact
 	v.required("contact.id", c.ID, ruleID)
 	v.optional("contact.birthdate", &c.Birthdate, ruleDate)
-	v.optional("contact.ssn", &c.SSN, ruleShort)
+	v.optional("contact.ssn", &c.SSN, ruleNationalID)
 	v.optional("contact.gender", &c.Gender, ruleShort)
 	v.required("contact.firstname", c.Firstname, ruleName)
 	v.optional("contact.middlename", &c.Middlename, ruleName)
@@ -149,6 +151,13 @@ const (
 	ruleShort             // text of at most maxShortLength
 	ruleEmail             // an e-mail address of at most maxEmailLength
 	ruleDate              // a calendar date YYYY-MM-DD
+	// ruleNationalID is a national identity number of Norway, Sweden or Denmark, checked by
+	// its form and check digits (nationalid.ParseAny). The number is what matches a contact
+	// to the member behind the partner's records and, later, to a national electronic ID:
+	// a placeholder ("N/A", "0") or a mistyped number must not match one person to another,
+	// and a number of another country cannot be checked, nor matched by a Nordic eID
+	// (docs/interface.md A-PAY-CONTACT).
+	ruleNationalID
 )
 
 // apply checks s (not empty) by r.
@@ -164,6 +173,14 @@ func (v *validator) apply(field, s string, r rule) {
 		v.email(field, s, false)
 	case ruleDate:
 		v.date(field, s)
+	case ruleNationalID:
+		// The clock only places a ten-digit Swedish number's year in its century, which
+		// changes no verdict before 2100.
+		if v.text(field, s, false, maxShortLength) {
+			if _, err := nationalid.ParseAny(s, time.Now()); err != nil {
+				v.add(field, "not a national identity number of Norway, Sweden or Denmark")
+			}
+		}
 	}
 }
 

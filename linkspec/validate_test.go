@@ -216,6 +216,21 @@ func TestDropMalformed(t *testing.T) {
 				c := p.Contact
 				return p.EmployeeUsername + p.CaseID + c.Birthdate + c.SSN + c.Gender + c.Mobile + c.Diagnosis
 			}},
+		{"ssn placeholders and numbers that fail their check", func() Payload {
+			p := mainPayload()
+			p.Contact.SSN = "N/A"
+			return p
+		}, []string{"contact.ssn"}, func(p *Payload) string { return p.Contact.SSN }},
+		{"ssn with wrong check digits (issue 34's spelling)", func() Payload {
+			p := goPayload()
+			p.Contact.SSN = "170485 12345"
+			return p
+		}, []string{"contact.ssn"}, func(p *Payload) string { return p.Contact.SSN }},
+		{"ssn of Norway, Sweden and Denmark in any spelling kept", func() Payload {
+			p := mainPayload()
+			p.Contact.SSN = "170535 50088"
+			return p
+		}, nil, nil},
 		{"required fields are never dropped", func() Payload {
 			p := mainPayload()
 			p.EmployeeFirstname, p.Contact.ID = " ", "c\x00"
@@ -304,12 +319,12 @@ func TestWithoutFields(t *testing.T) {
 
 func TestErrorDoesNotEchoValues(t *testing.T) {
 	p := mainPayload()
-	p.Contact.SSN = "19800229-1234\x00"
+	p.Contact.SSN = "20400229-1237\x00"
 	_, err := p.Validate()
 	if err == nil {
 		t.Fatal("Validate() = nil, want an error for a control character")
 	}
-	if strings.Contains(err.Error(), "19800229") {
+	if strings.Contains(err.Error(), "20400229") {
 		t.Errorf("Validate() error %q echoes the ssn", err)
 	}
 }

@@ -15,9 +15,10 @@
 # Svc.Client.WebWrapper.exe.config (deploy/windows/, with the two addresses), the pipe
 # client svcpipe.exe and LICENSES.txt (the licences of Go and of every module compiled
 # in); OUTDIR gets the MSI SvcWebwrapper-2.1.5.BUILD.msi, built from
-# deploy/windows/webwrapper.wxs with wixl (msitools). BUILD defaults to 0. The resources
-# are made with go-winres, pinned in go.mod as a tool; its .syso file lives in
-# cmd/webwrapper only during the build.
+# deploy/windows/webwrapper.wxs with wixl (msitools), and OUTDIR/site/ the download and
+# update site to publish (the MSI, stable.json, index.html: cmd/webwrappersite). BUILD
+# defaults to 0. The resources are made with go-winres, pinned in go.mod as a tool; its
+# .syso file lives in cmd/webwrapper only during the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/build-windows.sh --app-url URL [--update-site URL] OUTDIR [BUILD]"
@@ -105,4 +106,9 @@ setting UpdateSite "$update_site"
 cp deploy/windows/webwrapper.wxs "$out/"
 (cd "$out" && wixl -a x64 -D Version="$version" -D NextVersion=2.1.6 -D SourceDir=files -o "SvcWebwrapper-$version.msi" webwrapper.wxs)
 rm "$out/webwrapper.wxs"
+
+# The download and update site: the MSI, the stable channel's feed and the page, to
+# publish on the update site (docs/operations.md, "Publishing the desktop wrapper").
+GOOS=$(go env GOHOSTOS) GOARCH=$(go env GOHOSTARCH) go run ./cmd/webwrappersite \
+	-msi "$out/SvcWebwrapper-$version.msi" -version "$version" -out "$out/site"
 echo "$out/SvcWebwrapper-$version.msi"

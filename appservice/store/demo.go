@@ -34,10 +34,7 @@ func (s *Store) SeedDemoMember(ctx context.Context, partner string, p *linkspec.
 			return err
 		}
 		r.OrganizationID = org
-		var hash sql.NullString
-		if n := normalizeSSN(p.Contact.SSN); n != "" {
-			hash = sql.NullString{String: s.ssnHash(n), Valid: true}
-		}
+		hash := s.contactSSN(p.Contact.SSN, now)
 		if err := s.resolvePerson(ctx, tx, r, p.Contact, hash, now); err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ func TestIdentityResolution(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := b.open(t, newClock())
-			first := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "01019012345"))
+			first := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "01013550022"))
 
 			t.Run("by partner id in another organization: its own record, the same member", func(t *testing.T) {
 				r := mustResolve(t, s, mainLink("e1", "org2", "c1"))
@@ -40,7 +40,7 @@ func TestIdentityResolution(t *testing.T) {
 				}
 			})
 			t.Run("by ssn within the organization adds the id", func(t *testing.T) {
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-other"), "010190-12345"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-other"), "010135-50022"))
 				if r.PersonID != first.PersonID || r.PersonCreated {
 					t.Errorf("resolved %+v, want record %d found by ssn", r, first.PersonID)
 				}
@@ -53,7 +53,7 @@ func TestIdentityResolution(t *testing.T) {
 				}
 			})
 			t.Run("by ssn in another organization: its own record, the same member", func(t *testing.T) {
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org3", "c1-third"), "01019012345"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org3", "c1-third"), "01013550022"))
 				if r.PersonID == first.PersonID || !r.PersonCreated || r.MemberID != first.MemberID {
 					t.Errorf("resolved %+v, want a new record of org3 for member %d", r, first.MemberID)
 				}
@@ -66,46 +66,46 @@ func TestIdentityResolution(t *testing.T) {
 				}
 			})
 			t.Run("ssn of another partner's person does not match", func(t *testing.T) {
-				l := withSSN(mainLink("e1", "org1", "c1"), "01019012345")
+				l := withSSN(mainLink("e1", "org1", "c1"), "01013550022")
 				l.Partner = "other"
 				if r := mustResolve(t, s, l); r.PersonID == first.PersonID || !r.PersonCreated || !r.MemberCreated {
 					t.Errorf("resolved %+v, want a new record and member of partner other", r)
 				}
 			})
 			t.Run("unknown id and ssn create a person", func(t *testing.T) {
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c2"), "02029012345"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c2"), "02023550051"))
 				if !r.PersonCreated || r.PersonID == first.PersonID || r.SSNConflict {
 					t.Errorf("resolved %+v, want a new person", r)
 				}
 			})
 			t.Run("conflict: id match kept, hash not moved", func(t *testing.T) {
 				// c2's person holds 0202…; a link for c1 with 0202… must not take it.
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "02029012345"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1"), "02023550051"))
 				if r.PersonID != first.PersonID || !r.SSNConflict {
 					t.Errorf("resolved %+v, want person %d with SSNConflict", r, first.PersonID)
 				}
 				for _, table := range []string{"persons", "members"} {
 					var n int
-					queryRow(t, s, "SELECT COUNT(*) FROM "+table+" WHERE ssn_hash = ?", []any{s.ssnHash("02029012345")}, &n)
+					queryRow(t, s, "SELECT COUNT(*) FROM "+table+" WHERE ssn_hash = ?", []any{s.contactSSN("02023550051", s.now()).String}, &n)
 					if n != 1 {
 						t.Errorf("%s holding the conflicting hash = %d, want 1", table, n)
 					}
 				}
-				if r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-x"), "01019012345")); r.PersonID != first.PersonID {
+				if r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c1-x"), "01013550022")); r.PersonID != first.PersonID {
 					t.Errorf("person by the kept hash = %d, want %d", r.PersonID, first.PersonID)
 				}
 			})
 			t.Run("no stored hash: stored unless another person has it", func(t *testing.T) {
 				bare := mustResolve(t, s, mainLink("e1", "org1", "c-bare"))
-				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare"), "03039012345"))
+				r := mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare"), "03033550080"))
 				if r.PersonID != bare.PersonID || r.SSNConflict {
 					t.Errorf("resolved %+v, want person %d, no conflict", r, bare.PersonID)
 				}
-				if r := mustResolve(t, s, withSSN(mainLink("e1", "org2", "c-bare-2"), "03039012345")); r.MemberID != bare.MemberID {
+				if r := mustResolve(t, s, withSSN(mainLink("e1", "org2", "c-bare-2"), "03033550080")); r.MemberID != bare.MemberID {
 					t.Errorf("member by the stored hash = %d, want %d", r.MemberID, bare.MemberID)
 				}
 				other := mustResolve(t, s, mainLink("e1", "org1", "c-bare-3"))
-				r = mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare-3"), "03039012345"))
+				r = mustResolve(t, s, withSSN(mainLink("e1", "org1", "c-bare-3"), "03033550080"))
 				if r.PersonID != other.PersonID || !r.SSNConflict {
 					t.Errorf("resolved %+v, want person %d with SSNConflict", r, other.PersonID)
 				}
@@ -131,8 +131,8 @@ func TestIdentityResolution(t *testing.T) {
 				}
 			})
 			t.Run("one member account from two organizations", func(t *testing.T) {
-				a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "04049012345"))
-				b := mustResolve(t, s, withSSN(goLink("org2", "m1-elsewhere", "m@example.com"), "04049012345"))
+				a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "04043550190"))
+				b := mustResolve(t, s, withSSN(goLink("org2", "m1-elsewhere", "m@example.com"), "04043550190"))
 				if a.PersonID == b.PersonID || a.MemberID != b.MemberID || a.AccountID != b.AccountID || b.AccountCreated {
 					t.Errorf("Go links from two organizations: %+v and %+v, want two records of one member with one account", a, b)
 				}

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/nationalid"
 	"github.com/partnergate/partnergate/personspec"
 )
 
@@ -95,10 +95,7 @@ func (s *Store) ResolveLink(ctx context.Context, l Link) (*Resolved, error) {
 		if err := s.step("organization"); err != nil {
 			return err
 		}
-		var hash sql.NullString
-		if n := normalizeSSN(p.Contact.SSN); n != "" {
-			hash = sql.NullString{String: s.ssnHash(n), Valid: true}
-		}
+		hash := s.contactSSN(p.Contact.SSN, now)
 		if err := s.resolvePerson(ctx, tx, r, p.Contact, hash, now); err != nil {
 			return err
 		}
@@ -429,27 +426,32 @@ func displayName(parts ...string) string {
 	return strings.Join(out, " ")
 }
 
-// normalizeSSN reduces a national identity number to its letters and digits, upper case, so
-// that "010190-12345", "010190 12345" and "01019012345" match. Partners write separators
-// differently; no country's number depends on them.
-func normalizeSSN(ssn string) string {
-	var b strings.Builder
-	for _, r := range ssn {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			b.WriteRune(unicode.ToUpper(r))
-		}
+// contactSSN is the keyed hash of a contact's national identity number, NULL when it has
+// none that passes its country's check (nationalid.ParseAny): only such a number is ever
+// matched on, since a placeholder such as "N/A" would make one record and one member of
+// every contact that carries it. (Validate refuses any other; the link endpoint drops it
+// with a warning first, as the gateway does.)
+func (s *Store) contactSSN(ssn string, now int64) sql.NullString {
+	n, err := nationalid.ParseAny(ssn, time.UnixMilli(now))
+	if err != nil {
+		return sql.NullString{}
 	}
-	return b.String()
+	return sql.NullString{String: s.ssnHash(n), Valid: true}
 }
 
-// ssnHash is the keyed hash that stands in for the identity number. It does not include the
-// organization, so that the member behind the records is matched across the partner's
-// organizations (why docs/interface.md A-PAY-CONTACT prefers ssn); the key keeps a copy of
-// the database from being searched by number.
-func (s *Store) ssnHash(normalized string) string {
+// ssnHash is the keyed hash that stands in for the identity number, over its country's
+// normal form (nationalid: Norway 11 digits, Sweden 12, Denmark 10, no separators), so that
+// "170535-50088", "170535 50088" and "17053550088" match, and a Swedish number written
+// with ten digits matches its twelve. It does not include the organization, so that the
+// member behind the records is matched across the partner's organizations (why
+// docs/interface.md A-PAY-CONTACT prefers ssn); the key keeps a copy of the database from
+// being searched by number. Norwegian, Danish and twelve-digit Swedish numbers hash as
+// before nationalid (the digits were the letters and digits then too); a ten-digit Swedish
+// one hashes as its twelve now.
+func (s *Store) ssnHash(n nationalid.Number) string {
 	m := hmac.New(sha256.New, s.opts.SSNKey)
 	m.Write([]byte("partnergate-ssn-v1\x00"))
-	m.Write([]byte(normalized))
+	m.Write([]byte(n.Digits()))
 	return hex.EncodeToString(m.Sum(nil))
 }
 

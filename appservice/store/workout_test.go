@@ -210,8 +210,8 @@ func TestMemberWorkouts(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := b.open(t, newClock())
-			a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "05059012345"))
-			bb := mustResolve(t, s, withSSN(goLink("org2", "m1-b", "m@example.com"), "05059012345"))
+			a := mustResolve(t, s, withSSN(goLink("org1", "m1", "m@example.com"), "05053550039"))
+			bb := mustResolve(t, s, withSSN(goLink("org2", "m1-b", "m@example.com"), "05053550039"))
 			other := mustResolve(t, s, goLink("org1", "m2", "o@example.com"))
 			wa, _ := s.CreateWorkout(ctx, a.OrganizationID, 0, a.PersonID, 0, "From clinic one")
 			wb, _ := s.CreateWorkout(ctx, bb.OrganizationID, 0, bb.PersonID, 0, "From clinic two")

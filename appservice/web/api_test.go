@@ -494,7 +494,7 @@ func TestAPIGoLinkSeesItsOrganizationsPlans(t *testing.T) {
 			dsn, _, _ := db.open(t)
 			f := newFixtureOn(t, "http://localhost:8080", dsn, nil)
 			ctx := context.Background()
-			const ssn = "01019012345"
+			const ssn = "01013550022"
 			kariAtA := &linkspec.Payload{OrganizationID: "org-a", OrganizationName: "Clinic A",
 				Contact: &linkspec.Contact{ID: "contact-1", SSN: ssn, Firstname: "Kari", Lastname: "Nordmann", Email: "kari@a.example"}}
 			a, err := f.st.ResolveLink(ctx, store.Link{Partner: "demo", Endpoint: "url", RequestID: "a-1", Kind: linkspec.KindGo, Payload: kariAtA})

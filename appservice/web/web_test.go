@@ -68,7 +68,7 @@ func mainPayload() *linkspec.Payload {
 	return &linkspec.Payload{
 		EmployeeID: "emp-1", EmployeeFirstname: "Ida", EmployeeLastname: "Berg", EmployeeEmail: "ida@partner.example",
 		OrganizationID: "org-1", OrganizationName: "North Clinic",
-		Contact: &linkspec.Contact{ID: "c-1", Firstname: "Åse", Lastname: "Nordmann", Birthdate: "1990-01-31", SSN: "01019012345"},
+		Contact: &linkspec.Contact{ID: "c-1", Firstname: "Åse", Lastname: "Nordmann", Birthdate: "1990-01-31", SSN: "01013550022"},
 		CaseID:  "case-9",
 	}
 }
@@ -260,7 +260,7 @@ func TestMainFlow(t *testing.T) {
 			t.Errorf("app page lacks %q:\n%s", want, page)
 		}
 	}
-	if strings.Contains(page, "01019012345") {
+	if strings.Contains(page, "01013550022") {
 		t.Errorf("app page shows the identity number")
 	}
 

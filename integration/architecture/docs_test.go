@@ -217,7 +217,7 @@ func isLetter(r rune) bool { return strings.ToUpper(string(r)) != strings.ToLowe
 
 // repoPath matches a path the docs cite in backticks: a top-level folder of this
 // repository, then the rest of a file or folder name.
-var repoPath = regexp.MustCompile("^(appservice|bench|caddymodule|cmd|deploy|docs|integration|internal|linkspec|linktoken|partnerkit|personspec|plugins|problem|scripts|webwrapper)/[A-Za-z0-9_./-]*$")
+var repoPath = regexp.MustCompile("^(appservice|bench|caddymodule|cmd|deploy|docs|integration|internal|linkspec|linktoken|nationalid|partnerkit|personspec|plugins|problem|scripts|webwrapper)/[A-Za-z0-9_./-]*$")
 
 // TestCitedPathsExist checks every repository path the docs cite in backticks (README,
 // SECURITY.md, docs/; the CHANGELOG tells history and may name what is gone). A file

@@ -26,6 +26,7 @@ var (
 	wrapper  = []string{"webwrapper/...", "cmd/webwrapper", "cmd/svcpipe"}
 	verifier = []string{"linktoken/..."}
 	harness  = []string{"internal/harness/..."}
+	natid    = []string{"nationalid"}
 )
 
 // rule says that no package of importers may depend, outside its tests, on a package of
@@ -54,6 +55,13 @@ var rules = []rule{
 		name:      "the wrapper imports neither the app service, the gateway nor linktoken",
 		importers: wrapper,
 		forbidden: [][]string{app, gateway, verifier},
+	},
+	{
+		// The national identity number checks are shared by the gateway's payload rules,
+		// the app service and a national eID's sign-in: they stand on nothing else.
+		name:      "nationalid imports no other package of the module",
+		importers: natid,
+		forbidden: [][]string{{"..."}},
 	},
 	{
 		name:      "nothing outside tests imports internal/harness",
@@ -85,7 +93,7 @@ func TestImportRules(t *testing.T) {
 // does not pass because a folder was renamed.
 func TestRulesNamePackages(t *testing.T) {
 	deps := moduleDeps(t, "linux")
-	for _, parts := range [][]string{gateway, kit, app, wrapper, verifier, harness} {
+	for _, parts := range [][]string{gateway, kit, app, wrapper, verifier, harness, natid} {
 		for _, p := range parts {
 			found := false
 			for pkg := range deps {
@@ -110,6 +118,7 @@ func TestViolationsFindsAForbiddenImport(t *testing.T) {
 		"partnerkit":          {"linktoken"},
 		"internal/harness":    {"internal/harness/browser"},
 		"bench/cmd/loadbench": {"internal/harness"},
+		"nationalid":          {"problem"},
 	}
 	for _, tt := range []struct {
 		rule rule
@@ -118,6 +127,7 @@ func TestViolationsFindsAForbiddenImport(t *testing.T) {
 		{rules[0], 2},
 		{rules[1], 0},
 		{rules[3], 1},
+		{rules[4], 1},
 	} {
 		if got := violations(deps, tt.rule); len(got) != tt.want {
 			t.Errorf("violations(%q) = %q, want %d", tt.rule.name, got, tt.want)

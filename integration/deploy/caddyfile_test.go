@@ -14,6 +14,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/webwrapper/site"
 )
 
 // TestDeployCaddyfileRuns runs deploy/Caddyfile in a real Caddy, with what only production
@@ -22,7 +23,8 @@ import (
 // memory nonce store instead of Redis over TLS (integration/redisstore covers that), and
 // the access log in the test's folder. A refused link then shows on the metrics listener,
 // which serves no partner route, and its access log line carries the request id and the
-// code but no Authorization or Cookie header.
+// code but no Authorization or Cookie header. The desktop wrapper's site is served from
+// its folder, without the app service.
 func TestDeployCaddyfileRuns(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(root(t), "deploy", "Caddyfile"))
 	if err != nil {
@@ -42,6 +44,7 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 		{"127.0.0.1:9080", "{{.Vars.upstream}}"},
 		{"http://127.0.0.1:9180", "http://127.0.0.1:{{.Vars.metrics}}"},
 		{"http://127.0.0.1:9181", "http://127.0.0.1:{{.Vars.ready}}"},
+		{"/srv/partnergate/webwrapper", "{{.Vars.site}}"},
 	} {
 		if !strings.Contains(text, r.old) {
 			t.Fatalf("deploy/Caddyfile has no %q: update this test with it", r.old)
@@ -52,9 +55,17 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 	up := harness.NewUpstream(t)
 	keys := harness.NewJWKSServer(t, harness.NewKey(t, "ES256", "acme-1"))
 	metricsPort, readyPort := strconv.Itoa(freeport.For(t)), strconv.Itoa(freeport.For(t))
+	siteDir := t.TempDir()
+	msi := filepath.Join(t.TempDir(), "built.msi")
+	if err := os.WriteFile(msi, []byte("an installer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := site.Write(siteDir, msi, "2.1.5.9"); err != nil {
+		t.Fatal(err)
+	}
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: text,
-		Vars:      map[string]string{"jwks": keys.JWKSURL(), "upstream": up.Addr(), "metrics": metricsPort, "ready": readyPort},
+		Vars:      map[string]string{"jwks": keys.JWKSURL(), "upstream": up.Addr(), "metrics": metricsPort, "ready": readyPort, "site": siteDir},
 		Env:       []string{"PARTNERGATE_UPSTREAM_SECRET=deploy-test-upstream-secret-0123456789abcdef"},
 	})
 
@@ -108,6 +119,28 @@ func TestDeployCaddyfileRuns(t *testing.T) {
 		t.Errorf("GET /healthz on the readiness listener did not reach the app service")
 	}
 	get(t, ready+"/partner/acme/url", http.StatusNotFound)
+
+	// The desktop wrapper's site (issue 35), from its folder: the app service is not asked.
+	before = len(up.Requests())
+	siteURL := c.URL + "/webwrapper/"
+	for _, f := range []struct{ path, typ, has string }{
+		{"", "text/html", `href="SvcWebwrapper-2.1.5.9.msi"`},
+		{"stable.json", "application/json", `"version": "2.1.5.9"`},
+		{"SvcWebwrapper-2.1.5.9.msi", "application/x-msi", "an installer"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, siteURL+f.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "localhost:" + strconv.Itoa(c.Port)
+		r := harness.Do(t, req)
+		if r.StatusCode != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), f.typ) || !strings.Contains(string(r.Body), f.has) {
+			t.Errorf("GET /webwrapper/%s = %d %s, want %s with %q:\n%s", f.path, r.StatusCode, r.Header.Get("Content-Type"), f.typ, f.has, r.Body)
+		}
+	}
+	if n := len(up.Requests()) - before; n != 0 {
+		t.Errorf("the site's files reached the app service %d times, want never", n)
+	}
 
 	line := accessLine(t, filepath.Join(c.Dir, "access.log"), `"uri":"/partner/acme/url"`)
 	if line["request_id"] != answer.RequestID || line["error_code"] != answer.Code {

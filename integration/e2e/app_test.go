@@ -15,7 +15,7 @@ import (
 // zoe is the contact of the instructor's link, and the member of the Go link.
 func zoe() map[string]any {
 	return map[string]any{"id": "c-7", "firstname": "Zoë", "lastname": "Þórsdóttir", "birthdate": "1980-02-29",
-		"ssn": "19800229-1234", "email": "zoe@example.org"}
+		"ssn": "20400229-1237", "email": "zoe@example.org"}
 }
 
 // TestPlanFromLinkToMember is the application's reason to exist, in a browser: an

@@ -11,7 +11,7 @@ import (
 )
 
 // kariSSN is the national identity number both clinics have for Kari.
-const kariSSN = "17057512345"
+const kariSSN = "17053550088"
 
 // kariAt is Kari as Clinic A's and Clinic B's partner records have her: two contact ids
 // and different details, one ssn.
@@ -217,6 +217,48 @@ func TestClinicsKeepTheirOwnRecords(t *testing.T) {
 			if strings.Contains(logs, secret) {
 				t.Errorf("%s log contains the personal value %q", name, secret)
 			}
+		}
+	}
+}
+
+// TestPlaceholderSSNDoesNotMerge is issue 34's placeholder finding through the real gateway
+// and app service: two patients of one clinic whose partner records hold "N/A" as the
+// identity number, each under a contact id of their own. The gateway drops the value with a
+// warning that names the field and not the value; each Go link signs in to an account of
+// its own, greeting its own patient. Before, "N/A" matched: one record and one account.
+func TestPlaceholderSSNDoesNotMerge(t *testing.T) {
+	s := startStack(t)
+	accounts := map[int64]string{}
+	for _, c := range []map[string]any{
+		{"id": "c-na-1", "firstname": "Per", "lastname": "Hansen", "email": "per@example.org", "ssn": "N/A"},
+		{"id": "c-na-2", "firstname": "Liv", "lastname": "Dahl", "email": "liv@example.org", "ssn": "N/A"},
+	} {
+		ctx := newBrowser(t)
+		goLink(t, s, ctx, c)
+		name := c["firstname"].(string) + " " + c["lastname"].(string)
+		if got := textOf(t, ctx, "#greeting"); got != "Hi "+name {
+			t.Errorf("Go link of %s greets %q, want Hi %s", c["id"], got, name)
+		}
+		var st struct {
+			Account struct {
+				ID int64 `json:"id"`
+			} `json:"account"`
+		}
+		if a := api(t, ctx, "GET", "/app/api/status", ""); a.Status != 200 || json.Unmarshal(a.Body, &st) != nil {
+			t.Fatalf("GET /app/api/status = %d %s", a.Status, a.Body)
+		}
+		if other, ok := accounts[st.Account.ID]; ok {
+			t.Errorf("Go links of %s and %s signed in to one account, %d: the placeholder matched them", other, name, st.Account.ID)
+		}
+		accounts[st.Account.ID] = name
+	}
+	gw := s.gateway.Logs()
+	if !strings.Contains(gw, `"msg":"optional payload field dropped"`) || !strings.Contains(gw, `"field":"contact.ssn"`) {
+		t.Error("the gateway's log has no warning naming the dropped contact.ssn")
+	}
+	for name, logs := range map[string]string{"app service": s.appLogs.String(), "gateway": gw} {
+		if strings.Contains(logs, "N/A") {
+			t.Errorf("%s log contains the dropped value", name)
 		}
 	}
 }

@@ -3,11 +3,12 @@
 // configuration promises beyond the jwt_partner handler: no query string in any log line,
 // a clear answer for a Host it does not serve, server timeouts that end a request whose
 // body never comes, and no request trailer passed to the app service (probe findings 6, 10,
-// 12 and 9 of issue 13).
+// 12 and 9 of issue 13), and the desktop wrapper's download and update site (issue 35).
 package example
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,7 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/harness/browser"
+	"github.com/partnergate/partnergate/webwrapper/site"
+	"github.com/partnergate/partnergate/webwrapper/update"
 )
 
 // exampleFile, when set, is run instead of the repository's Caddyfile.example: to show
@@ -36,6 +42,7 @@ type example struct {
 	*harness.Caddy
 	up   *harness.Upstream
 	host string // the site's Host, localhost:port
+	site string // the desktop wrapper's site folder, ./data/webwrapper
 }
 
 // startExample starts Caddyfile.example with its addresses replaced as run.sh replaces
@@ -60,6 +67,7 @@ func startExample(t *testing.T) *example {
 		{"127.0.0.1:9080", "{{.Vars.upstream}}"},
 		{"localhost:2019", "{{.Admin}}"},
 		{"./data/demo/jwks.json", "{{.Vars.jwks}}"},
+		{"./data/webwrapper", "{{.Vars.site}}"},
 	} {
 		if !strings.Contains(text, r.old) {
 			t.Fatalf("Caddyfile.example has no %q: update this test and run.sh together", r.old)
@@ -71,12 +79,28 @@ func startExample(t *testing.T) *example {
 
 	up := harness.NewUpstream(t)
 	jwks := harness.WriteJWKS(t, t.TempDir(), harness.NewKey(t, "ES256", "demo-1"))
+	site := t.TempDir()
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: text,
-		Vars:      map[string]string{"upstream": up.Addr(), "jwks": jwks},
+		Vars:      map[string]string{"upstream": up.Addr(), "jwks": jwks, "site": site},
 		Env:       []string{"PARTNERGATE_UPSTREAM_SECRET=example-test-upstream-secret-0123456789abcdef"},
 	})
-	return &example{Caddy: c, up: up, host: "localhost:" + strconv.Itoa(c.Port)}
+	return &example{Caddy: c, up: up, host: "localhost:" + strconv.Itoa(c.Port), site: site}
+}
+
+// publish makes the desktop wrapper's site of a build of version in the example's site
+// folder, as scripts/build-windows.sh does; the installer is a stand-in, "an installer".
+func (e *example) publish(t *testing.T, version string) update.Release {
+	t.Helper()
+	msi := filepath.Join(t.TempDir(), "built.msi")
+	if err := os.WriteFile(msi, []byte("an installer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := site.Write(e.site, msi, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // get sends GET path with the site's Host and the given extra headers.
@@ -358,5 +382,105 @@ func TestExampleHealthz(t *testing.T) {
 	}
 	if n := len(e.up.Requests()); n != 2 {
 		t.Errorf("the app service was asked %d times, want 2", n)
+	}
+}
+
+// TestExampleWebwrapperSite: issue 35. The desktop wrapper's download and update site
+// ({webwrapper_site}) as the build makes it (webwrapper/site), served by the example's
+// own route from ./data/webwrapper: the page, the feed the wrapper reads, the installer
+// with its type; /webwrapper leads to the page; no folder listing, no dot file (one being
+// copied in), and a missing file is the gateway's 404, never the app service's.
+func TestExampleWebwrapperSite(t *testing.T) {
+	e := startExample(t)
+	r := e.publish(t, "2.1.5.9")
+	if err := os.WriteFile(filepath.Join(e.site, ".stable.json.new"), []byte(`{"version":"9.9.9.9"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(e.site, "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.site, "old", "SvcWebwrapper-2.1.5.8.msi"), []byte("older"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := e.get(t, "/webwrapper", nil); got.StatusCode != http.StatusPermanentRedirect || got.Header.Get("Location") != "/webwrapper/" {
+		t.Errorf("GET /webwrapper = %d Location %q, want 308 to /webwrapper/", got.StatusCode, got.Header.Get("Location"))
+	}
+	page := e.get(t, "/webwrapper/", nil)
+	if page.StatusCode != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(page.Body), `href="SvcWebwrapper-2.1.5.9.msi"`) || !strings.Contains(string(page.Body), r.SHA256) {
+		t.Errorf("GET /webwrapper/ = %d %s, want the download page of 2.1.5.9 with its SHA-256:\n%s", page.StatusCode, page.Header.Get("Content-Type"), page.Body)
+	}
+	if got := page.Header.Get("Cache-Control"); got != "no-cache" {
+		t.Errorf("the page's Cache-Control = %q, want no-cache", got)
+	}
+	feed := e.get(t, "/webwrapper/stable.json", nil)
+	var rel struct{ Version, SHA256 string }
+	if feed.StatusCode != http.StatusOK || json.Unmarshal(feed.Body, &rel) != nil || rel.Version != "2.1.5.9" || rel.SHA256 != r.SHA256 {
+		t.Errorf("GET /webwrapper/stable.json = %d %s, want the feed of 2.1.5.9", feed.StatusCode, feed.Body)
+	}
+	inst := e.get(t, "/webwrapper/SvcWebwrapper-2.1.5.9.msi", nil)
+	if inst.StatusCode != http.StatusOK || string(inst.Body) != "an installer" || inst.Header.Get("Content-Type") != "application/x-msi" {
+		t.Errorf("GET the installer = %d %s %q, want it as application/x-msi", inst.StatusCode, inst.Header.Get("Content-Type"), inst.Body)
+	}
+	for _, path := range []string{"/webwrapper/.stable.json.new", "/webwrapper/old/", "/webwrapper/SvcWebwrapper-2.1.6.0.msi"} {
+		if got := e.get(t, path, nil); got.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d %q, want 404", path, got.StatusCode, got.Body)
+		}
+	}
+	if n := len(e.up.Requests()); n != 0 {
+		t.Errorf("the app service was asked %d times, want never", n)
+	}
+}
+
+// TestExampleWebwrapperPageLanguage: the download page opens in the first of the
+// browser's languages that it has (Swedish, German behind French), else in English; its
+// language menu switches.
+func TestExampleWebwrapperPageLanguage(t *testing.T) {
+	e := startExample(t)
+	e.publish(t, "2.1.5.9")
+	// The browser asks for the site's own name, which the example serves.
+	page := "http://" + e.host + "/webwrapper/"
+	shown := `[...document.querySelectorAll("section")].filter(s => s.offsetParent !== null).map(s => s.lang).join(",")`
+	for _, tt := range []struct{ languages, want string }{
+		{"sv-SE,sv", "sv"},
+		{"fr-FR,fr,de", "de"},
+		{"nn-NO", "nb"},
+		{"fr-FR", "en"},
+	} {
+		ctx := browser.New(t, chromedp.Flag("lang", tt.languages), chromedp.Flag("accept-lang", tt.languages))
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, chromedp.Navigate(page)); err != nil {
+			t.Fatalf("opening %s in a browser set to %s: %v", page, tt.languages, err)
+		}
+		if got := visible(t, c, shown); got != tt.want {
+			t.Errorf("a browser set to %s shows the sections %q, want %q", tt.languages, got, tt.want)
+		}
+		if tt.want == "en" {
+			if err := chromedp.Do(c, chromedp.Click(chromedp.CSS(`nav a[hreflang="da"]`))); err != nil {
+				t.Fatal(err)
+			}
+			if got := visible(t, c, shown); got != "da" {
+				t.Errorf("after choosing Dansk the page shows %q, want da", got)
+			}
+		}
+	}
+}
+
+// visible evaluates expr, the sections shown, once the page shows one; the page picks its
+// language as it loads, and a navigation to its anchor may replace the context an
+// evaluation ran in, so a failed evaluation is tried again until ctx ends.
+func visible(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && got != "" {
+			return got
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the page shows no section: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -28,7 +28,7 @@ func privatePayload() map[string]any {
 		"contact": map[string]any{
 			"id":         "contact-Bf7Wm1Pc",
 			"birthdate":  "1931-07-13",
-			"ssn":        "19310713-4821",
+			"ssn":        "20451231-4826",
 			"gender":     "gender-Kx9",
 			"firstname":  "Zoë-Ha2Qs",
 			"middlename": "Mid-Lp5Rz",

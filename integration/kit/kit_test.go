@@ -82,7 +82,7 @@ var goFields = []string{
 }
 
 var mainFields = append([]string{
-	"--employee-id", "emp-1001", "--employee-firstname", "Åsa", "--employee-lastname", "Ångström", "--contact-ssn", "19800229-1234",
+	"--employee-id", "emp-1001", "--employee-firstname", "Åsa", "--employee-lastname", "Ångström", "--contact-ssn", "20400229-1237",
 }, goFields...)
 
 func fieldsOf(kind string) []string {

@@ -10,6 +10,8 @@ package msi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -175,6 +177,30 @@ func TestBuildAddresses(t *testing.T) {
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("build-windows.sh %q made %s (%v): want nothing built", args, out, err)
 		}
+	}
+}
+
+// The build makes the site to publish: its MSI, the feed naming its version and SHA-256,
+// and the download page showing them.
+func TestBuildSite(t *testing.T) {
+	dir, msi := build(t, "7")
+	built, err := os.ReadFile(msi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(built)
+	hexSum := hex.EncodeToString(sum[:])
+	site := filepath.Join(dir, "site")
+	if b, err := os.ReadFile(filepath.Join(site, "SvcWebwrapper-2.1.5.7.msi")); err != nil || !bytes.Equal(b, built) {
+		t.Errorf("site/SvcWebwrapper-2.1.5.7.msi: %v, the built MSI %v", err, bytes.Equal(b, built))
+	}
+	var feed struct{ Version, SHA256, URL string }
+	if b, err := os.ReadFile(filepath.Join(site, "stable.json")); err != nil || json.Unmarshal(b, &feed) != nil ||
+		feed.Version != "2.1.5.7" || feed.SHA256 != hexSum || feed.URL != "" {
+		t.Errorf("site/stable.json = %s (%v), want version 2.1.5.7 and sha256 %s", b, err, hexSum)
+	}
+	if b, err := os.ReadFile(filepath.Join(site, "index.html")); err != nil || !bytes.Contains(b, []byte(hexSum)) || !bytes.Contains(b, []byte(`href="SvcWebwrapper-2.1.5.7.msi"`)) {
+		t.Errorf("site/index.html lacks the download or its SHA-256 (%v)", err)
 	}
 }
 

@@ -6,19 +6,19 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/webwrapper/config"
+	"github.com/partnergate/partnergate/webwrapper/site"
 )
 
 // userConfig is the session's user.config, the one file of that name under the config
@@ -120,31 +120,83 @@ func TestGeometryAndZoom(t *testing.T) {
 	w.close(t)
 }
 
-// TestUpdateNotice: with CheckForUpdates and an UpdatePath feed offering a newer version,
-// the page's notice banner shows the download link.
+// TestUpdateNotice: issue 35. The wrapper checks its update site, the deployment's own:
+// the site the build makes (webwrapper/site) served by Caddyfile.example's own route in a
+// real Caddy, named by the UpdateSite setting. A wrapper older than the site's build shows
+// the newer version's download link in the page's notice banner; the same wrapper against
+// a site of its own version (the newest) shows none.
 func TestUpdateNotice(t *testing.T) {
 	s := startStack(t)
-	var asked atomic.Int32
-	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"version":"9.0.0.1","url":"https://updates.example/webwrapper-9.0.0.1.msi"}`))
-	}))
-	t.Cleanup(feed.Close)
-	d := newDesktop(t, s, map[string]string{"CheckForUpdates": "True", "UpdatePath": feed.URL + "/stable.json"})
+	dir := t.TempDir()
+	siteURL := serveSite(t, dir)
+	publish(t, dir, "2.1.5.9")
+	settings := map[string]string{"CheckForUpdates": "True", "UpdateSite": siteURL}
+
+	d := newDesktop(t, s, settings)
 	w, p := signedIn(t, d)
 	p.waitFor(t, "the update notice", `document.getElementById("notice-link") && !document.getElementById("notice").hidden`)
-	if got := p.text(t, "#notice-text"); !strings.Contains(got, "9.0.0.1") {
-		t.Errorf("the notice says %q, want the new version 9.0.0.1", got)
+	if got := p.text(t, "#notice-text"); !strings.Contains(got, "2.1.5.9") {
+		t.Errorf("the notice says %q, want the new version 2.1.5.9", got)
 	}
-	if got := eval[string](t, p, `document.getElementById("notice-link").href`); got != "https://updates.example/webwrapper-9.0.0.1.msi" {
-		t.Errorf("the notice links %q, want the feed's download", got)
-	}
-	if asked.Load() == 0 {
-		t.Error("the feed was never asked")
+	if got := eval[string](t, p, `document.getElementById("notice-link").href`); got != siteURL+"SvcWebwrapper-2.1.5.9.msi" {
+		t.Errorf("the notice links %q, want the site's installer %s", got, siteURL+"SvcWebwrapper-2.1.5.9.msi")
 	}
 	p.screenshot(t, "update-notice")
+	current := strings.TrimSpace(string(w.call(t, "version", nil)))
 	w.close(t)
+
+	// The site's newest build is this wrapper's own version: nothing to offer.
+	publish(t, dir, current)
+	d = newDesktop(t, s, settings)
+	w, p = signedIn(t, d)
+	poll(t, 60*time.Second, "the update check's answer", func() (bool, string) {
+		return strings.Contains(w.out.String(), `msg="update check" offered=`+current+` newer=false`), w.out.String()
+	})
+	if shown := eval[bool](t, p, `!document.getElementById("notice").hidden`); shown {
+		t.Errorf("the notice banner shows %q, want none for the newest version", p.text(t, "#notice"))
+	}
+	p.screenshot(t, "no-update-notice")
+	w.close(t)
+}
+
+// publish makes the site of a build of version in dir, as scripts/build-windows.sh does
+// (the installer a stand-in: the wrapper only links to it).
+func publish(t *testing.T, dir, version string) {
+	t.Helper()
+	msi := filepath.Join(t.TempDir(), "built.msi")
+	if err := os.WriteFile(msi, []byte("installer "+version), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := site.Write(dir, msi, version); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveSite serves dir as the desktop wrapper's site with Caddyfile.example's own route,
+// cut from the file, in a Caddy of its own, and returns the site's address.
+func serveSite(t *testing.T, dir string) string {
+	t.Helper()
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "Caddyfile.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "\tredir /webwrapper /webwrapper/ 308\n")
+	block := strings.Index(text, "\thandle_path /webwrapper/* {\n")
+	if start < 0 || block < start {
+		t.Fatal("Caddyfile.example has no webwrapper site route (redir, then handle_path /webwrapper/*): update this test with it")
+	}
+	end := block + strings.Index(text[block:], "\n\t}\n") + len("\n\t}\n")
+	route := strings.ReplaceAll(text[start:end], "./data/webwrapper", "{{.Vars.site}}")
+	c := harness.StartCaddy(t, harness.Config{
+		Caddyfile: "{\n\tadmin {{.Admin}}\n}\nhttp://127.0.0.1:{{.Port}} {\n" + route + "}\n",
+		Vars:      map[string]string{"site": dir},
+	})
+	return c.URL + "/webwrapper/"
 }
 
 // TestCaseExport: the first start brings a contact and a case before anyone has signed

@@ -21,7 +21,7 @@ func Main() map[string]any {
 		"contact": map[string]any{
 			"id":        "c-7",
 			"birthdate": "1980-02-29",
-			"ssn":       "19800229-1234",
+			"ssn":       "20400229-1237",
 			"firstname": "Zoë",
 			"lastname":  "Þórsdóttir",
 			"email":     "zoe@example.org",
@@ -40,7 +40,7 @@ func Go() map[string]any {
 			"firstname": "Jürgen",
 			"lastname":  "Müller-Łukasz",
 			"email":     "jurgen@example.org",
-			"ssn":       "19700101-9999",
+			"ssn":       "20450115-1239",
 		},
 	}
 }

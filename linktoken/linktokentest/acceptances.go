@@ -111,6 +111,18 @@ func AcceptancesAt(at time.Time) []Acceptance {
 				contact(c)["email"] = "@"
 			})},
 
+		// The ssn is a national identity number of Norway, Sweden or Denmark, checked by its
+		// form, date and check digits (nationalid); any other value is dropped, so that a
+		// placeholder or a mistyped number never matches one contact to another.
+		{Name: "main link, ssn in another spelling (kept)", Kind: linkspec.KindMain,
+			Token: mainWith(func(c map[string]any) { contact(c)["ssn"] = "170535 50088" })},
+		{Name: "main link, ssn a placeholder", Kind: linkspec.KindMain, Dropped: []string{"contact.ssn"}, Gone: []string{"N/A"},
+			Token: mainWith(func(c map[string]any) { contact(c)["ssn"] = "N/A" })},
+		{Name: "main link, ssn check digits wrong", Kind: linkspec.KindMain, Dropped: []string{"contact.ssn"}, Gone: []string{"170485 12345"},
+			Token: mainWith(func(c map[string]any) { contact(c)["ssn"] = "170485 12345" })},
+		{Name: "go link, ssn of another country", Kind: linkspec.KindGo, Dropped: []string{"contact.ssn"}, Gone: []string{"131052-308T"},
+			Token: goWith(func(c map[string]any) { contact(c)["ssn"] = "131052-308T" })},
+
 		// Extra user data in a Go link (docs/interface.md A-PAY-GO).
 		{Name: "go link with employeeEmail", Kind: linkspec.KindGo,
 			Token: goWith(func(c map[string]any) { c["employeeEmail"] = "ase@acme.example" })},

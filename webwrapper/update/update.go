@@ -17,12 +17,18 @@ import (
 )
 
 // Release is the feed document of a channel: {"version": "2.1.5.8", "url":
-// "https://…/SvcWebwrapper-2.1.5.8.msi"}. url is the installer of that version; without
-// it, the installer is MSIName(version) next to the feed.
+// "https://…/SvcWebwrapper-2.1.5.8.msi", "sha256": "…"}. url is the installer of that
+// version; without it, the installer is MSIName(version) next to the feed. sha256 is the
+// installer's SHA-256 in hex, for people and scripts that check a download; the wrapper
+// only links to it. webwrapper/site writes the feed.
 type Release struct {
 	Version string `json:"version"`
-	URL     string `json:"url"`
+	URL     string `json:"url,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
 }
+
+// DefaultChannel is the update channel of a blank UpdatePath.
+const DefaultChannel = "stable"
 
 // Result is the outcome of one check: Newer is set, with the release, when the feed
 // offers a newer version than the running one.
@@ -43,7 +49,7 @@ func FeedURL(site, updatePath string) string {
 		return p
 	}
 	if p == "" {
-		p = "stable"
+		p = DefaultChannel
 	}
 	return strings.TrimRight(site, "/") + "/" + url.PathEscape(p) + ".json"
 }
