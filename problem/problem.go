@@ -87,11 +87,12 @@ const (
 
 // The app service's directory sign-in codes (OpenID Connect, /app/directory/{name}/…).
 const (
-	CodeDirectoryStateInvalid Code = "directory_state_invalid" // the callback's state is not this browser's sign-in, was used already or is too old
-	CodeDirectoryRefused      Code = "directory_refused"       // the provider answered an error, or refused the code (used before, expired)
-	CodeDirectoryTokenInvalid Code = "directory_token_invalid" // the ID token failed verification: signature, issuer, audience (another client id) or nonce
-	CodeDirectoryTokenExpired Code = "directory_token_expired" // the ID token has expired
-	CodeDirectoryUnavailable  Code = "directory_unavailable"   // the provider does not answer (discovery or code exchange)
+	CodeDirectoryStateInvalid   Code = "directory_state_invalid"    // the callback's state is not this browser's sign-in, was used already or is too old
+	CodeDirectoryRefused        Code = "directory_refused"          // the provider answered an error, or refused the code (used before, expired)
+	CodeDirectoryTokenInvalid   Code = "directory_token_invalid"    // the ID token failed verification: signature, issuer, audience (another client id) or nonce
+	CodeDirectoryTokenExpired   Code = "directory_token_expired"    // the ID token has expired
+	CodeDirectoryUnavailable    Code = "directory_unavailable"      // the provider does not answer (discovery or code exchange)
+	CodeDirectoryUserNotAllowed Code = "directory_user_not_allowed" // a valid ID token whose claims do not entitle the user to the directory's organization
 )
 
 // The app service's desktop sign-on codes (/app/device/…, the desktop wrapper's).
@@ -187,11 +188,12 @@ var kinds = map[Code]kind{
 	CodeLoginCodeExpired:  {"Link expired", http.StatusGone},
 	CodeCSRFInvalid:       {"Form expired", http.StatusForbidden},
 
-	CodeDirectoryStateInvalid: {"Directory sign-in not valid", http.StatusBadRequest},
-	CodeDirectoryRefused:      {"Directory sign-in refused", http.StatusUnauthorized},
-	CodeDirectoryTokenInvalid: {"Directory answer not valid", http.StatusUnauthorized},
-	CodeDirectoryTokenExpired: {"Directory answer expired", http.StatusUnauthorized},
-	CodeDirectoryUnavailable:  {"Directory unavailable", http.StatusServiceUnavailable},
+	CodeDirectoryStateInvalid:   {"Directory sign-in not valid", http.StatusBadRequest},
+	CodeDirectoryRefused:        {"Directory sign-in refused", http.StatusUnauthorized},
+	CodeDirectoryTokenInvalid:   {"Directory answer not valid", http.StatusUnauthorized},
+	CodeDirectoryTokenExpired:   {"Directory answer expired", http.StatusUnauthorized},
+	CodeDirectoryUnavailable:    {"Directory unavailable", http.StatusServiceUnavailable},
+	CodeDirectoryUserNotAllowed: {"Not allowed by this directory", http.StatusForbidden},
 
 	CodeDeviceSignOnInvalid: {"Desktop sign-on not valid", http.StatusUnauthorized},
 	CodeDeviceSignOnRefused: {"Desktop sign-on refused", http.StatusForbidden},

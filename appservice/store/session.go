@@ -396,9 +396,9 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	return err
 }
 
-// DeleteExpired removes expired sessions, device sign-ons and single-use request ids, and
-// login codes older than a day (kept that long so that a second use of a code is still
-// reported as used rather than unknown).
+// DeleteExpired removes expired sessions, device sign-ons, single-use request ids and
+// directory states, and login codes older than a day (kept that long so that a second use
+// of a code is still reported as used rather than unknown).
 func (s *Store) DeleteExpired(ctx context.Context) error {
 	now := s.now()
 	return s.inTx(ctx, func(tx *sql.Tx) error {
@@ -409,6 +409,9 @@ func (s *Store) DeleteExpired(ctx context.Context) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM used_requests WHERE expires_at <= ?`), now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM used_directory_states WHERE expires_at <= ?`), now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM login_codes WHERE expires_at <= ?`), now-24*time.Hour.Milliseconds())
