@@ -95,6 +95,12 @@ const (
 	CodeDirectoryUserNotAllowed Code = "directory_user_not_allowed" // a valid ID token whose claims do not entitle the user to the directory's organization
 )
 
+// The app service's desktop sign-on codes (/app/device/…, the desktop wrapper's).
+const (
+	CodeDeviceSignOnInvalid Code = "device_signon_invalid" // no live device sign-on has this secret: unknown, revoked, expired, or a used one presented again
+	CodeDeviceSignOnRefused Code = "device_signon_refused" // the session may not get one: not an instructor's, not fresh from a sign-in, or started by a device sign-on
+)
+
 // The app service's JSON API codes (/app/api/). It also answers not_found, csrf_invalid,
 // method_not_allowed, unsupported_media_type, body_too_large and internal_error.
 const (
@@ -188,6 +194,9 @@ var kinds = map[Code]kind{
 	CodeDirectoryTokenExpired:   {"Directory answer expired", http.StatusUnauthorized},
 	CodeDirectoryUnavailable:    {"Directory unavailable", http.StatusServiceUnavailable},
 	CodeDirectoryUserNotAllowed: {"Not allowed by this directory", http.StatusForbidden},
+
+	CodeDeviceSignOnInvalid: {"Desktop sign-on not valid", http.StatusUnauthorized},
+	CodeDeviceSignOnRefused: {"Desktop sign-on refused", http.StatusForbidden},
 
 	CodeSessionRequired:      {"Session required", http.StatusUnauthorized},
 	CodeOriginForbidden:      {"Cross-origin request refused", http.StatusForbidden},

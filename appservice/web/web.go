@@ -157,6 +157,9 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
 	h.mux.HandleFunc("GET /app/directory/{name}/signin", h.directorySignIn)
 	h.mux.HandleFunc("GET /app/directory/{name}/callback", h.directoryCallback)
+	h.mux.HandleFunc("POST /app/device/credential", h.deviceIssue)
+	h.mux.HandleFunc("POST /app/device/signin", h.deviceSignIn)
+	h.mux.HandleFunc("POST /app/device/signout", h.deviceSignOut)
 	h.mux.HandleFunc("POST /app/directory/{name}/callback", h.directorySwitch)
 	h.mux.HandleFunc("POST /app/directory/{name}/signout", h.directorySignOut)
 	for _, p := range instructorViews {
