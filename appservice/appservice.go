@@ -98,6 +98,12 @@ type Config struct {
 	// to MaxDatabaseTimeout, so that the answer goes out before the server's write timeout
 	// cuts the connection.
 	DatabaseTimeout time.Duration
+	// DeviceIdle ends a desktop wrapper's device sign-on that has not been used for this
+	// long; store.DefaultDeviceIdle (30 days) when 0.
+	DeviceIdle time.Duration
+	// DeviceLifetime ends a device sign-on this long after it was issued, however often it
+	// is used; store.DefaultDeviceLifetime (180 days) when 0. At least DeviceIdle.
+	DeviceLifetime time.Duration
 	// SignInConcurrency bounds the password checks that run at once, each an argon2id hash
 	// of 19 MiB; web.DefaultSignInConcurrency (2) when 0. Raise it on a machine with more
 	// cores and memory to spare for sign-in bursts.
@@ -167,7 +173,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if d := cfg.DatabaseTimeout; d != 0 && (d < MinDatabaseTimeout || d > MaxDatabaseTimeout) {
 		return nil, fmt.Errorf("database timeout %v: want %v to %v, below the %v write timeout", d, MinDatabaseTimeout, MaxDatabaseTimeout, writeTimeout)
 	}
-	st, err := store.Open(ctx, cfg.Database, store.Options{SSNKey: derive(secret, "ssn")})
+	if cfg.DeviceIdle < 0 || cfg.DeviceLifetime < 0 || (cfg.DeviceLifetime > 0 && cfg.DeviceIdle > cfg.DeviceLifetime) {
+		return nil, fmt.Errorf("device sign-on idle period %v and lifetime %v: want positive durations, the idle period at most the lifetime", cfg.DeviceIdle, cfg.DeviceLifetime)
+	}
+	st, err := store.Open(ctx, cfg.Database, store.Options{SSNKey: derive(secret, "ssn"), DeviceIdle: cfg.DeviceIdle, DeviceLifetime: cfg.DeviceLifetime})
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}

@@ -104,6 +104,41 @@ func TestStartRefusesWithoutUpstreamSecret(t *testing.T) {
 	}
 }
 
+// TestStartRefusesDirectoryWithoutRule: a directories file whose directory names no claim
+// entitling a user to its organization, and does not say allow_any_user, stops the start,
+// naming the directory and the setting; with the rule it starts.
+func TestStartRefusesDirectoryWithoutRule(t *testing.T) {
+	dir := t.TempDir()
+	start := func(rule string) (*Server, error) {
+		file := filepath.Join(dir, "directories.json")
+		if err := os.WriteFile(file, []byte(`[{"name": "south", "label": "South ID", "partner": "demo", "organization": "org-2",
+	"issuer": "https://login.example/tenant/v2.0", "client_id": "south-app", "client_secret_env": "SOUTH_SECRET"`+rule+`}]`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := ReadDirectories(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Start(context.Background(), Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),
+			UpstreamSecret: "0123456789abcdef0123456789abcdef", Instructor: Instructor{Username: "instructor"}, Directories: ds, Stdout: io.Discard})
+	}
+	s, err := start("")
+	if err == nil {
+		s.Shutdown(context.Background())
+		t.Fatal("Start with a directory without require_claims or allow_any_user succeeded, want it refused")
+	}
+	for _, want := range []string{`directory "south"`, "require_claims", "allow_any_user"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start = %v, want the error to name %s", err, want)
+		}
+	}
+	s, err = start(`, "require_claims": {"tid": ["tenant"], "groups": ["south-staff"]}`)
+	if err != nil {
+		t.Fatalf("Start with require_claims = %v", err)
+	}
+	s.Shutdown(context.Background())
+}
+
 func TestStartDemoOrganization(t *testing.T) {
 	for _, tt := range []struct {
 		org     string

@@ -87,11 +87,18 @@ const (
 
 // The app service's directory sign-in codes (OpenID Connect, /app/directory/{name}/…).
 const (
-	CodeDirectoryStateInvalid Code = "directory_state_invalid" // the callback's state is not this browser's sign-in, was used already or is too old
-	CodeDirectoryRefused      Code = "directory_refused"       // the provider answered an error, or refused the code (used before, expired)
-	CodeDirectoryTokenInvalid Code = "directory_token_invalid" // the ID token failed verification: signature, issuer, audience (another client id) or nonce
-	CodeDirectoryTokenExpired Code = "directory_token_expired" // the ID token has expired
-	CodeDirectoryUnavailable  Code = "directory_unavailable"   // the provider does not answer (discovery or code exchange)
+	CodeDirectoryStateInvalid   Code = "directory_state_invalid"    // the callback's state is not this browser's sign-in, was used already or is too old
+	CodeDirectoryRefused        Code = "directory_refused"          // the provider answered an error, or refused the code (used before, expired)
+	CodeDirectoryTokenInvalid   Code = "directory_token_invalid"    // the ID token failed verification: signature, issuer, audience (another client id) or nonce
+	CodeDirectoryTokenExpired   Code = "directory_token_expired"    // the ID token has expired
+	CodeDirectoryUnavailable    Code = "directory_unavailable"      // the provider does not answer (discovery or code exchange)
+	CodeDirectoryUserNotAllowed Code = "directory_user_not_allowed" // a valid ID token whose claims do not entitle the user to the directory's organization
+)
+
+// The app service's desktop sign-on codes (/app/device/…, the desktop wrapper's).
+const (
+	CodeDeviceSignOnInvalid Code = "device_signon_invalid" // no live device sign-on has this secret: unknown, revoked, expired, or a used one presented again
+	CodeDeviceSignOnRefused Code = "device_signon_refused" // the session may not get one: not an instructor's, not fresh from a sign-in, or started by a device sign-on
 )
 
 // The app service's JSON API codes (/app/api/). It also answers not_found, csrf_invalid,
@@ -181,11 +188,15 @@ var kinds = map[Code]kind{
 	CodeLoginCodeExpired:  {"Link expired", http.StatusGone},
 	CodeCSRFInvalid:       {"Form expired", http.StatusForbidden},
 
-	CodeDirectoryStateInvalid: {"Directory sign-in not valid", http.StatusBadRequest},
-	CodeDirectoryRefused:      {"Directory sign-in refused", http.StatusUnauthorized},
-	CodeDirectoryTokenInvalid: {"Directory answer not valid", http.StatusUnauthorized},
-	CodeDirectoryTokenExpired: {"Directory answer expired", http.StatusUnauthorized},
-	CodeDirectoryUnavailable:  {"Directory unavailable", http.StatusServiceUnavailable},
+	CodeDirectoryStateInvalid:   {"Directory sign-in not valid", http.StatusBadRequest},
+	CodeDirectoryRefused:        {"Directory sign-in refused", http.StatusUnauthorized},
+	CodeDirectoryTokenInvalid:   {"Directory answer not valid", http.StatusUnauthorized},
+	CodeDirectoryTokenExpired:   {"Directory answer expired", http.StatusUnauthorized},
+	CodeDirectoryUnavailable:    {"Directory unavailable", http.StatusServiceUnavailable},
+	CodeDirectoryUserNotAllowed: {"Not allowed by this directory", http.StatusForbidden},
+
+	CodeDeviceSignOnInvalid: {"Desktop sign-on not valid", http.StatusUnauthorized},
+	CodeDeviceSignOnRefused: {"Desktop sign-on refused", http.StatusForbidden},
 
 	CodeSessionRequired:      {"Session required", http.StatusUnauthorized},
 	CodeOriginForbidden:      {"Cross-origin request refused", http.StatusForbidden},

@@ -352,3 +352,46 @@ VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), RoleInstructor, username, email, st
 	}
 	return out, nil
 }
+
+// ChangePassword sets a new password for the instructor signed in with token, after
+// checking the current one (ErrBadCredentials), and ends what the old password had
+// started elsewhere: the account's other sessions and every device sign-on, whose stamp
+// of the old password no longer matches anyway. The session of token stays signed in.
+func (s *Store) ChangePassword(ctx context.Context, token, current, next string) error {
+	if next == "" {
+		return errors.New("instructor needs a password")
+	}
+	sess, err := s.Session(ctx, token)
+	if err != nil {
+		return err
+	}
+	if sess.Pending || sess.Account == nil || sess.Account.Role != RoleInstructor {
+		return ErrNoSession
+	}
+	var hash sql.NullString
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT password_hash FROM accounts WHERE id = ?`), sess.Account.ID).Scan(&hash); err != nil {
+		return err
+	}
+	if !hash.Valid || !checkPassword(hash.String, current) {
+		return ErrBadCredentials
+	}
+	newHash, err := hashPassword(next)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		// Changed only if it is still the hash checked: of two changes at once, one wins.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ?`),
+			newHash, s.now(), sess.Account.ID, hash.String)
+		if err := oneRow(res, err); errors.Is(err, ErrNotFound) {
+			return ErrBadCredentials
+		} else if err != nil {
+			return err
+		}
+		if err := s.endDevices(ctx, tx, `account_id = ?`, sess.Account.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?`), sess.Account.ID, hashSecret(token))
+		return err
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 )
 
 // DirectoryPartner is the prefix of the partner column of a directory user's employees row:
@@ -105,4 +106,38 @@ VALUES (?, NULL, ?, ?, ?, ?)`), tokenHash, p.employee, p.org, now, now+s.opts.Pe
 		return nil, err
 	}
 	return out, nil
+}
+
+// DirectoryAccount returns the account the directory user (issuer, subject) is linked to,
+// or nil when it is linked to none (a first sight): whom a directory sign-in would sign in.
+func (s *Store) DirectoryAccount(ctx context.Context, issuer, subject string) (*Account, error) {
+	var id sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT account_id FROM employees WHERE partner = ? AND partner_employee_id = ?`),
+		DirectoryPartner+issuer, subject).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || (err == nil && !id.Valid):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return s.account(ctx, s.db, id.Int64)
+}
+
+// UseDirectoryState records the state of a directory sign-in whose callback came, until
+// expires, and reports whether it was new: false for a state used before (a replayed
+// callback). Only the state's hash is kept. A row whose time has passed is taken over, so
+// DeleteExpired's schedule does not matter.
+func (s *Store) UseDirectoryState(ctx context.Context, state string, expires time.Time) (bool, error) {
+	if state == "" {
+		return false, nil
+	}
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO used_directory_states (state_hash, expires_at) VALUES (?, ?)
+ON CONFLICT (state_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE used_directory_states.expires_at <= ?`),
+		hashSecret(state), expires.UnixMilli(), now)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDirectorySignIn: a directory user's first sign-in is a pending first-sight session;
@@ -70,6 +72,84 @@ func TestDirectorySignIn(t *testing.T) {
 			o, err := s.DirectorySignIn(ctx, other, "")
 			if err != nil || !o.Session.Pending {
 				t.Errorf("same subject, another issuer = %+v, %v, want a first sight (pending)", o, err)
+			}
+		})
+	}
+}
+
+// TestUseDirectoryState: a directory sign-in's state is good once until its time has
+// passed, by the database's record; only its hash is kept; an expired record is taken over
+// and DeleteExpired removes it.
+func TestUseDirectoryState(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			s := b.open(t, c)
+			expires := c.Now().Add(10 * time.Minute)
+			for i, want := range []bool{true, false, false} {
+				if fresh, err := s.UseDirectoryState(ctx, "state-1", expires); err != nil || fresh != want {
+					t.Fatalf("UseDirectoryState #%d = %v, %v, want %v", i+1, fresh, err, want)
+				}
+			}
+			if fresh, err := s.UseDirectoryState(ctx, "state-2", expires); err != nil || !fresh {
+				t.Errorf("UseDirectoryState of another state = %v, %v, want fresh", fresh, err)
+			}
+			var stored string
+			if err := s.db.QueryRowContext(ctx, `SELECT state_hash FROM used_directory_states LIMIT 1`).Scan(&stored); err != nil || strings.Contains(stored, "state-") {
+				t.Errorf("stored state %q (%v), want its hash only", stored, err)
+			}
+			c.Add(11 * time.Minute)
+			if err := s.DeleteExpired(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM used_directory_states`).Scan(&n); err != nil || n != 0 {
+				t.Errorf("%d states left after DeleteExpired (%v), want 0", n, err)
+			}
+			if fresh, err := s.UseDirectoryState(ctx, "state-1", c.Now().Add(10*time.Minute)); err != nil || !fresh {
+				t.Errorf("UseDirectoryState after the record expired = %v, %v, want fresh", fresh, err)
+			}
+			if fresh, err := s.UseDirectoryState(ctx, "", expires); err != nil || fresh {
+				t.Errorf("UseDirectoryState of no state = %v, %v, want not fresh", fresh, err)
+			}
+		})
+	}
+}
+
+// TestDirectoryAccount: whom a directory user would sign in: nil before the first sight is
+// linked, the linked account after; another issuer's same subject is someone else.
+func TestDirectoryAccount(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			if _, err := s.EnsureInstructor(ctx, "coach", "coach@service.example", "Coach", "s3cret-pass"); err != nil {
+				t.Fatal(err)
+			}
+			u := DirectoryUser{Issuer: "https://idp.example/", Subject: "sub-1", Username: "anna", Partner: "demo"}
+			if a, err := s.DirectoryAccount(ctx, u.Issuer, u.Subject); err != nil || a != nil {
+				t.Fatalf("DirectoryAccount of an unseen user = %+v, %v, want nil", a, err)
+			}
+			first, err := s.DirectorySignIn(ctx, u, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, err := s.DirectoryAccount(ctx, u.Issuer, u.Subject); err != nil || a != nil {
+				t.Fatalf("DirectoryAccount at first sight = %+v, %v, want nil", a, err)
+			}
+			in, err := s.SignIn(ctx, "coach", "s3cret-pass", first.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ConfirmLink(ctx, in.Token, true); err != nil {
+				t.Fatal(err)
+			}
+			if a, err := s.DirectoryAccount(ctx, u.Issuer, u.Subject); err != nil || a == nil || a.Username != "coach" {
+				t.Errorf("DirectoryAccount after linking = %+v, %v, want coach", a, err)
+			}
+			if a, err := s.DirectoryAccount(ctx, "https://other.example/", u.Subject); err != nil || a != nil {
+				t.Errorf("DirectoryAccount of the subject at another issuer = %+v, %v, want nil", a, err)
 			}
 		})
 	}

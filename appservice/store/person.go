@@ -34,6 +34,9 @@ type Person struct {
 	Country    string
 	Zipcode    string
 	Location   string
+	// Diagnosis is the diagnosis the organization's links gave (contact.diagnosis), as the
+	// clinic wrote it: the instructor plans against it.
+	Diagnosis string
 	// PartnerIDs are the ids the organization's links gave the record.
 	PartnerIDs []string
 	Extra      map[string]json.RawMessage
@@ -52,7 +55,7 @@ type ProfileEntry struct {
 }
 
 const personColumns = `p.id, p.custom_id, p.firstname, p.middlename, p.lastname, p.birthdate, p.gender, p.email, p.mobile,
-	p.phone_home, p.phone_work, p.address, p.country, p.zipcode, p.location, p.extra, p.updated_at`
+	p.phone_home, p.phone_work, p.address, p.country, p.zipcode, p.location, p.diagnosis, p.extra, p.updated_at`
 
 // personRows reads records of orgID selected by where (on persons p), with their partner
 // ids.
@@ -69,7 +72,7 @@ FROM persons p WHERE p.organization_id = ? AND `+where), append([]any{orgID}, ar
 		var extra string
 		var updated int64
 		if err := rows.Scan(&p.ID, &p.CustomID, &p.Firstname, &p.Middlename, &p.Lastname, &p.BirthDate, &p.Gender, &p.Email, &p.Mobile,
-			&p.PhoneHome, &p.PhoneWork, &p.Address, &p.Country, &p.Zipcode, &p.Location, &extra, &updated); err != nil {
+			&p.PhoneHome, &p.PhoneWork, &p.Address, &p.Country, &p.Zipcode, &p.Location, &p.Diagnosis, &extra, &updated); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(extra), &p.Extra); err != nil {

@@ -59,6 +59,17 @@ func TestResolveOrganizationAndContact(t *testing.T) {
 				}
 			})
 
+			t.Run("diagnosis kept as the clinic wrote it", func(t *testing.T) {
+				l := mainLink("e1", "org1", "c1")
+				l.Payload.Contact.Diagnosis = `M17.1 <b>kne</b> & "hofte"`
+				r := mustResolve(t, s, l)
+				mustResolve(t, s, mainLink("e1", "org1", "c1")) // a link without one keeps it
+				c, err := s.Person(ctx, r.OrganizationID, r.PersonID)
+				if err != nil || c.Diagnosis != l.Payload.Contact.Diagnosis {
+					t.Fatalf("person = %+v, %v, want diagnosis %q", c, err, l.Payload.Contact.Diagnosis)
+				}
+			})
+
 			t.Run("contact by ssn under a new partner id", func(t *testing.T) {
 				l := mainLink("e1", "org1", "c1-new")
 				l.Payload.Contact.SSN = "010135-50022"

@@ -396,12 +396,15 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	return err
 }
 
-// DeleteExpired removes expired sessions, single-use request ids and sign-in counts, and
-// login codes older than a day (kept that long so that a second use of a code is still
-// reported as used rather than unknown).
+// DeleteExpired removes expired sessions, device sign-ons, single-use request ids,
+// directory states and sign-in counts, and login codes older than a day (kept that long so
+// that a second use of a code is still reported as used rather than unknown).
 func (s *Store) DeleteExpired(ctx context.Context) error {
 	now := s.now()
 	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.deleteExpiredDevices(ctx, tx, now); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE expires_at <= ?`), now); err != nil {
 			return err
 		}
@@ -409,6 +412,9 @@ func (s *Store) DeleteExpired(ctx context.Context) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM signin_counts WHERE expires_at <= ?`), now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM used_directory_states WHERE expires_at <= ?`), now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM login_codes WHERE expires_at <= ?`), now-24*time.Hour.Milliseconds())

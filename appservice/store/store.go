@@ -193,6 +193,12 @@ type Options struct {
 	SessionTTL time.Duration
 	// PendingTTL is how long a first-time employee has to sign in; 15 minutes when zero.
 	PendingTTL time.Duration
+	// DeviceIdle ends a desktop's device sign-on that has not been used for this long;
+	// DefaultDeviceIdle (30 days) when zero.
+	DeviceIdle time.Duration
+	// DeviceLifetime ends a device sign-on this long after it was issued, however often it
+	// is used; DefaultDeviceLifetime (180 days) when zero.
+	DeviceLifetime time.Duration
 }
 
 // Store is the app service's database handle. It is safe for concurrent use.
@@ -224,6 +230,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.PendingTTL <= 0 {
 		opts.PendingTTL = 15 * time.Minute
+	}
+	if opts.DeviceIdle <= 0 {
+		opts.DeviceIdle = DefaultDeviceIdle
+	}
+	if opts.DeviceLifetime <= 0 {
+		opts.DeviceLifetime = DefaultDeviceLifetime
 	}
 	s, err := connect(ctx, dsn, opts)
 	if err != nil {

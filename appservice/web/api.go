@@ -82,6 +82,8 @@ func (h *Handler) apiRoutes() http.Handler {
 	route("GET /app/api/exports/{file}", instructor, h.apiExportPDF)
 	route("GET /app/api/me/workouts", member, h.apiMyWorkouts)
 	route("PUT /app/api/me/language", anyone, h.apiSetLanguage)
+	route("GET /app/api/me/devices", instructor, h.apiDevices)
+	route("POST /app/api/me/devices/{id}/revoke", instructor, h.apiRevokeDevice)
 	mux.HandleFunc(apiPrefix, func(w http.ResponseWriter, r *http.Request) { h.apiFallback(mux, w, r) })
 	return mux
 }

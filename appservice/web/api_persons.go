@@ -28,6 +28,7 @@ type personJSON struct {
 	Location      string   `json:"location"`
 	BirthDate     string   `json:"birthDate"`
 	Gender        string   `json:"gender"`
+	Diagnosis     string   `json:"diagnosis"`
 	LastChangedAt string   `json:"lastChangedAt"`
 	PartnerIDs    []string `json:"partnerIds"`
 }
@@ -43,7 +44,7 @@ func personOut(p *store.Person) *personJSON {
 	return &personJSON{ID: p.ID, CustomID: p.CustomID, Firstname: p.Firstname, Middlename: p.Middlename, Lastname: p.Lastname,
 		Name: p.Name(), Email: p.Email, Mobile: p.Mobile, PhoneHome: p.PhoneHome, PhoneWork: p.PhoneWork, Address: p.Address,
 		Country: p.Country, Zipcode: p.Zipcode, Location: p.Location, BirthDate: p.BirthDate, Gender: p.Gender,
-		LastChangedAt: timeOut(p.UpdatedAt), PartnerIDs: ids}
+		Diagnosis: p.Diagnosis, LastChangedAt: timeOut(p.UpdatedAt), PartnerIDs: ids}
 }
 
 func personsOut(ps []store.Person) []*personJSON {

@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +54,27 @@ type Directory struct {
 	// UserClaim is the ID token claim that names the user on the first-sight page;
 	// default preferred_username. Only (iss, sub) ever match the user to an account.
 	UserClaim string `json:"user_claim,omitempty"`
+	// RequireClaims names what in the ID token entitles a user to the directory's
+	// organization: claim name → the values accepted, exactly as the token carries them. A
+	// token must meet every claim named: a claim equal to one of its values (a number or
+	// boolean as JSON writes it), or a list claim (groups, roles) holding one of them; a
+	// missing claim or an object does not. {"tid": ["<tenant id>"], "groups": ["<group id>"]} admits that tenant's
+	// members of that group only. Only the ID token counts, never userinfo. A directory
+	// needs RequireClaims or AllowAnyUser.
+	RequireClaims map[string][]string `json:"require_claims,omitempty"`
+	// AllowAnyUser, when true, admits every user the provider signs in for our client id,
+	// no claim checked: only for a provider that lets nobody but the organization's staff
+	// sign in to the application (docs/operations.md, Directory sign-in, says how).
+	AllowAnyUser bool `json:"allow_any_user,omitempty"`
+	// Public, when true, offers the directory's button on the sign-in page of a browser
+	// that no partner link brought (the service's own sign-in and signed-out pages), where
+	// anyone may look: for a deployment of one organization. Without it the button shows
+	// only on the first-sight page of its organization's partner users; its staff start at
+	// /app/directory/{name}/signin (a bookmark, the desktop wrapper's AdfsUrl).
+	Public bool `json:"public,omitempty"`
+	// Scopes are asked for besides openid, profile and email: ADFS puts the claims of its
+	// issuance rules into the ID token only for allatclaims.
+	Scopes []string `json:"scopes,omitempty"`
 	// PostLogoutRedirect, when true, asks the provider's RP-initiated logout to send the
 	// browser back to <public URL>/app/signed-out, which must then be registered at the
 	// provider as a post-logout redirect URI; false (the default) leaves the person on the
@@ -74,19 +98,26 @@ const (
 	msgDirectoryRefused      = "The directory did not sign you in. Sign in again."
 	msgDirectoryTokenInvalid = "The directory's answer could not be verified. Sign in again; if it happens again, tell your administrator."
 	msgDirectoryTokenExpired = "The directory's answer has expired. Check your computer's clock and sign in again."
+	msgDirectoryNotAllowed   = "Your directory account is not one of this organization's. Sign in with your own organization's directory, or ask your administrator for access."
 )
 
 // directoryTTL is how long a person has at the provider's login form.
 const directoryTTL = 10 * time.Minute
 
-// directoryFlow is the signed content of directoryCookie.
+// directoryFlow is the signed content of directoryCookie: a sign-in on its way to the
+// provider (State, Nonce, Verifier), or one the provider answered that waits for the
+// person's choice to switch accounts (User, verified).
 type directoryFlow struct {
-	Directory string `json:"d"`
-	State     string `json:"s"`
-	Nonce     string `json:"n"`
-	Verifier  string `json:"v"`
-	Expires   int64  `json:"e"`
+	Directory string               `json:"d"`
+	State     string               `json:"s,omitempty"`
+	Nonce     string               `json:"n,omitempty"`
+	Verifier  string               `json:"v,omitempty"`
+	User      *store.DirectoryUser `json:"u,omitempty"`
+	Expires   int64                `json:"e"`
 }
+
+// switchTTL is how long the switch question waits for the person's answer.
+const switchTTL = 5 * time.Minute
 
 // directories holds each configured directory's provider, discovered on first use (a
 // provider down at start must not keep the service from starting) and kept.
@@ -113,6 +144,9 @@ func newDirectories(ds []Directory) (*directories, error) {
 		case d.Issuer == "" || d.ClientID == "" || d.Partner == "" || d.Label == "":
 			return nil, fmt.Errorf("directory %q needs a label, a partner, an issuer and a client id", d.Name)
 		}
+		if err := d.checkEntitlement(); err != nil {
+			return nil, fmt.Errorf("directory %q: %v", d.Name, err)
+		}
 		if d.UserClaim == "" {
 			d.UserClaim = "preferred_username"
 		}
@@ -122,15 +156,75 @@ func newDirectories(ds []Directory) (*directories, error) {
 	return out, nil
 }
 
-// forOrganization returns the directories that an organization's staff may sign in with:
-// its own and its partner's; every directory when org is nil.
-func (ds *directories) forOrganization(org *store.Organization) []*directory {
-	if org == nil {
-		return ds.list
+// checkEntitlement checks that d says who may enter: RequireClaims, or AllowAnyUser said
+// explicitly. A directory that says neither would admit whoever its provider lets through
+// (with one provider for several organizations, every organization's staff, and users no
+// organization knows), so it does not load.
+func (d *Directory) checkEntitlement() error {
+	switch {
+	case d.AllowAnyUser && len(d.RequireClaims) > 0:
+		return errors.New("require_claims and allow_any_user both set: choose one")
+	case d.AllowAnyUser:
+		return nil
+	case len(d.RequireClaims) == 0:
+		return errors.New(`no require_claims: name the ID token claims that entitle a user to its organization ` +
+			`(such as "tid" and "groups", with the accepted values), or set "allow_any_user": true to admit every user ` +
+			`the provider signs in (docs/operations.md, Directory sign-in)`)
 	}
+	for name, values := range d.RequireClaims {
+		if name == "" || len(values) == 0 || slices.Contains(values, "") {
+			return fmt.Errorf("require_claims %q: want a claim name and at least one non-empty value", name)
+		}
+	}
+	return nil
+}
+
+// entitled reports whether claims, a verified ID token's, meet d's rule; when they do not,
+// missing names a claim that failed (for the log: its name, never a value).
+func (d *directory) entitled(claims map[string]any) (ok bool, missing string) {
+	if d.AllowAnyUser {
+		return true, ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.RequireClaims)) {
+		if !claimHolds(claims[name], d.RequireClaims[name]) {
+			return false, name
+		}
+	}
+	return true, ""
+}
+
+// claimHolds reports whether v, a claim's JSON value, is one of accepted or, as a list,
+// holds one of them. A number or a boolean is compared as JSON writes it (Entra ID's acct
+// is 0 for a member of the tenant, 1 for a guest); an object never matches.
+func claimHolds(v any, accepted []string) bool {
+	if list, ok := v.([]any); ok {
+		return slices.ContainsFunc(list, func(e any) bool { s, ok := claimString(e); return ok && slices.Contains(accepted, s) })
+	}
+	s, ok := claimString(v)
+	return ok && slices.Contains(accepted, s)
+}
+
+// claimString is a string, number or boolean claim value as JSON writes it.
+func claimString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}
+
+// forOrganization returns the directories that an organization's staff may sign in with:
+// its own and its partner's. When org is nil (a page no partner link brought, which
+// anyone may open), only the public ones: the list of every directory would name every
+// customer's organization and provider to anyone.
+func (ds *directories) forOrganization(org *store.Organization) []*directory {
 	var out []*directory
 	for _, d := range ds.list {
-		if d.Partner == org.Partner && (d.Organization == "" || d.Organization == org.PartnerID) {
+		if org == nil && d.Public || org != nil && d.Partner == org.Partner && (d.Organization == "" || d.Organization == org.PartnerID) {
 			out = append(out, d)
 		}
 	}
@@ -192,14 +286,14 @@ func (h *Handler) oauthConfig(d *directory, p *oidc.Provider) *oauth2.Config {
 	return &oauth2.Config{
 		ClientID: d.ClientID, ClientSecret: d.ClientSecret, Endpoint: p.Endpoint(),
 		RedirectURL: h.public.String() + "/app/directory/" + d.Name + "/callback",
-		Scopes:      []string{oidc.ScopeOpenID, "profile", "email"},
+		Scopes:      append([]string{oidc.ScopeOpenID, "profile", "email"}, d.Scopes...),
 	}
 }
 
 // directorySignIn starts a directory sign-in (GET /app/directory/{name}/signin): it sends
 // the browser to the provider's login, with ?signon=<user> as the provider's login_hint.
-// With ?signout=1 it signs out instead (directorySignOut): the desktop wrapper's sign-out
-// goes there.
+// With ?signout=1 it answers the sign-out page instead (directorySignOutPage): the desktop
+// wrapper's sign-out goes there.
 func (h *Handler) directorySignIn(w http.ResponseWriter, r *http.Request) {
 	d := h.dirs.byName[r.PathValue("name")]
 	if d == nil {
@@ -207,7 +301,7 @@ func (h *Handler) directorySignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("signout") == "1" {
-		h.directorySignOut(w, r, d)
+		h.directorySignOutPage(w, r, d)
 		return
 	}
 	p, ok := h.discover(w, r, d)
@@ -225,9 +319,12 @@ func (h *Handler) directorySignIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // directoryCallback finishes a directory sign-in (GET /app/directory/{name}/callback): the
-// state must be the one this browser's cookie holds, the code is exchanged with the PKCE
-// verifier, and the ID token must be the provider's, for our client id, unexpired and with
-// the cookie's nonce. The cookie ends first, so a callback is good once.
+// state must be the one this browser's cookie holds and used for the first time by the
+// database's record (UseDirectoryState), the code is exchanged with the PKCE verifier, and
+// the ID token must be the provider's, for our client id, unexpired, with the cookie's
+// nonce and the claims the directory requires. The cookie ends first. When the browser is
+// signed in to another account, the person is asked first (directorySwitch), as a login
+// link asks.
 func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 	d := h.dirs.byName[r.PathValue("name")]
 	if d == nil {
@@ -238,8 +335,17 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 	h.setDirectoryCookie(w, r, "", -1)
 	f, ok := h.openFlow(raw)
 	q := r.URL.Query()
-	if !ok || f.Directory != d.Name || q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(f.State)) {
+	if !ok || f.Directory != d.Name || f.User != nil || q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(f.State)) {
 		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid)
+		return
+	}
+	if fresh, err := h.cfg.Store.UseDirectoryState(r.Context(), f.State, time.Unix(f.Expires, 0)); err != nil {
+		pr := h.failure(w, r, "Try again in a moment.")
+		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", pr.Code, "error", err.Error())
+		h.fail(w, pr)
+		return
+	} else if !fresh {
+		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid, "reason", "state_used")
 		return
 	}
 	if q.Get("error") != "" || q.Get("code") == "" {
@@ -268,7 +374,7 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rawID, _ := tok.Extra("id_token").(string)
-	u, code := h.verifyIDToken(ctx, d, p, rawID, f.Nonce)
+	u, claims, code := h.verifyIDToken(ctx, d, p, rawID, f.Nonce)
 	if code != "" {
 		detail := msgDirectoryTokenInvalid
 		if code == problem.CodeDirectoryTokenExpired {
@@ -277,9 +383,33 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		h.directoryRefused(w, d, code, detail)
 		return
 	}
+	// The directory's rule, before anything is stored: a user it does not entitle to the
+	// organization touches no account, membership or session.
+	if ok, missing := d.entitled(claims); !ok {
+		h.directoryRefused(w, d, problem.CodeDirectoryUserNotAllowed, msgDirectoryNotAllowed, "claim", missing)
+		return
+	}
 	if u.Firstname == "" && u.Lastname == "" {
 		h.userInfo(ctx, d, p, tok, &u)
 	}
+	if cur := h.session(r); cur != nil && !cur.Pending {
+		acct, err := h.cfg.Store.DirectoryAccount(r.Context(), u.Issuer, u.Subject)
+		if err != nil {
+			pr := h.failure(w, r, "Try again in a moment.")
+			h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", pr.Code, "error", err.Error())
+			h.fail(w, pr)
+			return
+		}
+		if target := (&store.LoginTarget{Account: acct}); switchesAccount(cur, target) {
+			h.askDirectorySwitch(w, r, d, u, cur, target)
+			return
+		}
+	}
+	h.directoryStart(w, r, d, u)
+}
+
+// directoryStart signs the verified directory user u in, in place of the browser's session.
+func (h *Handler) directoryStart(w http.ResponseWriter, r *http.Request, d *directory, u store.DirectoryUser) {
 	in, err := h.cfg.Store.DirectorySignIn(r.Context(), u, h.cookie(r, sessionCookie))
 	if err != nil {
 		pr := h.failure(w, r, "Try again in a moment.")
@@ -287,33 +417,80 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, pr)
 		return
 	}
+	if old := h.cookie(r, sessionCookie); old != "" {
+		// The session this sign-in replaces ends with it (a pending one DirectorySignIn
+		// took over is gone already, which is no error).
+		if err := h.cfg.Store.DeleteSession(r.Context(), old); err != nil {
+			h.log.Error("ending previous session failed", "error", err.Error())
+		}
+	}
 	h.log.Info("signed in", "outcome", "signed_in", "directory", d.Name, "first_sight", in.Session.Pending)
 	h.signedIn(w, r, in.Token, in.Session)
 }
 
+// directorySwitchData is what the directory's switch question shows.
+type directorySwitchData struct {
+	Name, Label, CSRF string
+	Current           *store.Session
+	Target            *store.LoginTarget
+	User              store.DirectoryUser
+}
+
+// askDirectorySwitch asks the person whether to leave cur, a session of another account,
+// for the directory user u, as a login link asks (switchesAccount): a sign-in started by
+// another site (a link to /app/directory/{name}/signin, which a provider with a session
+// answers at once) must not swap the person's session silently. u waits, verified, in the
+// flow cookie for switchTTL; the question's form posts to directorySwitch.
+func (h *Handler) askDirectorySwitch(w http.ResponseWriter, r *http.Request, d *directory, u store.DirectoryUser, cur *store.Session, target *store.LoginTarget) {
+	h.setDirectoryCookie(w, r, h.signFlow(directoryFlow{Directory: d.Name, User: &u, Expires: h.cfg.Now().Add(switchTTL).Unix()}), int(switchTTL/time.Second))
+	h.log.Info("directory sign-in asks to switch account", "directory", d.Name, "outcome", "switch_asked")
+	h.render(w, http.StatusOK, "directory-switch", directorySwitchData{Name: d.Name, Label: d.Label, CSRF: h.csrfToken(w, r),
+		Current: cur, Target: target, User: u})
+}
+
+// directorySwitch answers the switch question (POST /app/directory/{name}/callback, CSRF):
+// the verified directory user its flow cookie holds is signed in, in place of the
+// browser's session. The cookie ends first, so an answer counts once.
+func (h *Handler) directorySwitch(w http.ResponseWriter, r *http.Request) {
+	d := h.dirs.byName[r.PathValue("name")]
+	if d == nil {
+		h.fail(w, problem.New(problem.CodeNotFound, ""))
+		return
+	}
+	if !h.readForm(w, r, "directory sign-in refused", "Sign in again.") {
+		return
+	}
+	raw := h.cookie(r, directoryCookie)
+	h.setDirectoryCookie(w, r, "", -1)
+	f, ok := h.openFlow(raw)
+	if !ok || f.Directory != d.Name || f.User == nil || r.PostFormValue("switch") != "yes" {
+		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid)
+		return
+	}
+	h.directoryStart(w, r, d, *f.User)
+}
+
 // verifyIDToken checks rawID with go-oidc (signature by the provider's keys, issuer,
 // audience our client id, expiry by the directory clock) and the nonce, and reads the
-// user from it; on failure it returns the refusal's code.
-func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provider, rawID, nonce string) (store.DirectoryUser, problem.Code) {
-	var u store.DirectoryUser
+// user and the token's claims from it; on failure it returns the refusal's code.
+func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provider, rawID, nonce string) (u store.DirectoryUser, claims map[string]any, _ problem.Code) {
 	if rawID == "" {
-		return u, problem.CodeDirectoryTokenInvalid
+		return u, nil, problem.CodeDirectoryTokenInvalid
 	}
 	v := p.Verifier(&oidc.Config{ClientID: d.ClientID, Now: h.directoryNow})
 	id, err := v.Verify(ctx, rawID)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
-			return u, problem.CodeDirectoryTokenExpired
+			return u, nil, problem.CodeDirectoryTokenExpired
 		}
-		return u, problem.CodeDirectoryTokenInvalid
+		return u, nil, problem.CodeDirectoryTokenInvalid
 	}
 	if !hmac.Equal([]byte(id.Nonce), []byte(nonce)) {
-		return u, problem.CodeDirectoryTokenInvalid
+		return u, nil, problem.CodeDirectoryTokenInvalid
 	}
-	var claims map[string]any
 	if err := id.Claims(&claims); err != nil {
-		return u, problem.CodeDirectoryTokenInvalid
+		return u, nil, problem.CodeDirectoryTokenInvalid
 	}
 	str := func(k string) string { s, _ := claims[k].(string); return s }
 	u = store.DirectoryUser{Issuer: id.Issuer, Subject: id.Subject, Username: str(d.UserClaim), Firstname: str("given_name"),
@@ -325,7 +502,7 @@ func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provi
 	if u.Username == "" {
 		u.Username = u.Subject
 	}
-	return u, ""
+	return u, claims, ""
 }
 
 // userInfo fills the names and e-mail the ID token left out (many providers give them
@@ -359,27 +536,87 @@ func (h *Handler) directoryNow() time.Time {
 }
 
 // directoryRefused answers a directory sign-in refused for code: a person's page, a log
-// line at info without the token, code or state.
-func (h *Handler) directoryRefused(w http.ResponseWriter, d *directory, code problem.Code, detail string) {
-	h.log.Info("directory sign-in refused", "directory", d.Name, "outcome", code)
+// line at info with attrs, without the token, code or state.
+func (h *Handler) directoryRefused(w http.ResponseWriter, d *directory, code problem.Code, detail string, attrs ...any) {
+	h.log.Info("directory sign-in refused", append([]any{"directory", d.Name, "outcome", code}, attrs...)...)
 	h.fail(w, problem.New(code, detail))
 }
 
-// directorySignOut ends the service session and, when the provider offers RP-initiated
-// logout, sends the browser on to end the directory session too.
-func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request, d *directory) {
-	if !h.endSession(w, r) {
+// directorySignOutData is what the directory's sign-out page shows.
+type directorySignOutData struct {
+	*directory
+	CSRF string
+	// Auto posts the form at once, by the page's own script.
+	Auto bool
+}
+
+// directorySignOutPage answers GET /app/directory/{name}/signin?signout=1, where the
+// desktop wrapper signs out (its AdfsUrl with signout=1, as the original wrapper did): a
+// page whose form posts the sign-out (directorySignOut) under the CSRF rules. A GET ends
+// no session, or a link or an image on any site could sign a person out. When the person's
+// own browser asked for the page (Sec-Fetch-Site: none, as for an address typed or a
+// bookmark, and the wrapper's own navigation) or the service's own page did (same-origin),
+// its script posts the form at once; asked for by another site, it waits for the button.
+func (h *Handler) directorySignOutPage(w http.ResponseWriter, r *http.Request, d *directory) {
+	site := r.Header.Get("Sec-Fetch-Site")
+	data := directorySignOutData{directory: d, CSRF: h.csrfToken(w, r), Auto: site == "none" || site == "same-origin"}
+	scripts := noScript
+	if data.Auto {
+		scripts = ownScripts
+	}
+	// The post's answer sends the browser on to the provider's logout: the form may.
+	var targets []string
+	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
+		if u, err := url.Parse(d.logout); err == nil {
+			if o, ok := originOf(u.Scheme, u.Host); ok && !strings.ContainsAny(o, " ;,'") {
+				targets = append(targets, o)
+			}
+		}
+	}
+	w.Header().Set("Content-Security-Policy", h.csp(scripts, h.cfg.FrameAncestors, targets...))
+	h.render(w, http.StatusOK, "directory-signout", data)
+}
+
+// directorySignOut ends the service session (POST /app/directory/{name}/signout, with the
+// CSRF token of the sign-out page) and, when the provider offers RP-initiated logout,
+// sends the browser on to end the directory session too.
+func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request) {
+	d := h.dirs.byName[r.PathValue("name")]
+	if d == nil {
+		h.fail(w, problem.New(problem.CodeNotFound, ""))
+		return
+	}
+	if !h.readForm(w, r, "sign-out refused", "Reload the page and try again.") || !h.endSession(w, r) {
 		return
 	}
 	target := "/app/signed-out"
 	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
-		q := url.Values{"client_id": {d.ClientID}}
+		back := ""
 		if d.PostLogoutRedirect {
-			q.Set("post_logout_redirect_uri", h.public.String()+"/app/signed-out")
+			back = h.public.String() + "/app/signed-out"
 		}
-		target = d.logout + "?" + q.Encode()
+		if u, ok := logoutURL(d.logout, d.ClientID, back); ok {
+			target = u
+		}
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// logoutURL is the provider's end_session_endpoint with client_id and, when back is set,
+// post_logout_redirect_uri added to the query it may have already (Azure AD B2C's names
+// its policy there); ok is false for an endpoint that is no absolute http(s) URL.
+func logoutURL(endpoint, clientID, back string) (string, bool) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", false
+	}
+	q := u.Query()
+	q.Set("client_id", clientID)
+	if back != "" {
+		q.Set("post_logout_redirect_uri", back)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), true
 }
 
 func (h *Handler) setDirectoryCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
@@ -403,7 +640,7 @@ func (h *Handler) signFlow(f directoryFlow) string {
 func (h *Handler) openFlow(raw string) (directoryFlow, bool) {
 	var f directoryFlow
 	p, mac, ok := strings.Cut(raw, ".")
-	if !ok || len(raw) > 1024 || !hmac.Equal([]byte(mac), []byte(h.flowMAC(p))) {
+	if !ok || len(raw) > 4000 || !hmac.Equal([]byte(mac), []byte(h.flowMAC(p))) {
 		return f, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(p)

@@ -11,7 +11,7 @@ import (
 // the address names; the browser renders it from the JSON API.
 var (
 	instructorViews = []string{"/app", "/app/persons", "/app/persons/{id}", "/app/exercises", "/app/exercises/{id}",
-		"/app/workouts", "/app/workouts/{id}", "/app/templates", "/app/cases/{caseId}"}
+		"/app/workouts", "/app/workouts/{id}", "/app/templates", "/app/cases/{caseId}", "/app/devices"}
 	memberViews = []string{"/go", "/go/workouts/{id}"}
 )
 

@@ -35,7 +35,7 @@ func TestShellViews(t *testing.T) {
 	views := map[string]*browser{
 		"/app": instructor, "/app/persons": instructor, "/app/persons/1": instructor, "/app/exercises": instructor,
 		"/app/exercises/3": instructor, "/app/workouts": instructor, "/app/workouts/7": instructor,
-		"/app/templates": instructor, "/app/cases/case-9": instructor, "/go": member, "/go/workouts/7": member,
+		"/app/templates": instructor, "/app/cases/case-9": instructor, "/app/devices": instructor, "/go": member, "/go/workouts/7": member,
 	}
 	wantCSP := "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self' http://partner.localhost:*"
 	for p, b := range views {

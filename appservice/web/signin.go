@@ -21,7 +21,7 @@ type signinData struct {
 	Employee *store.Employee
 	Signup   signupForm
 	// Directories are the directory sign-ins offered: the session's organization's, or
-	// every one when there is no organization yet.
+	// the public ones when there is no organization yet.
 	Directories []*directory
 	// FromDirectory is set when Employee is a directory user (directory.go), not a
 	// partner's: the greeting says so.
@@ -152,7 +152,7 @@ func (h *Handler) endSession(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (h *Handler) signedOut(w http.ResponseWriter, r *http.Request) {
-	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true, Directories: h.dirs.list})
+	h.render(w, http.StatusOK, "signin", signinData{CSRF: h.csrfToken(w, r), SignedOut: true, Directories: h.dirs.forOrganization(nil)})
 }
 
 // readSignInForm reads a posted sign-in page form (at most 8 KiB) and checks its CSRF

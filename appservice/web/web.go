@@ -157,6 +157,11 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
 	h.mux.HandleFunc("GET /app/directory/{name}/signin", h.directorySignIn)
 	h.mux.HandleFunc("GET /app/directory/{name}/callback", h.directoryCallback)
+	h.mux.HandleFunc("POST /app/device/credential", h.deviceIssue)
+	h.mux.HandleFunc("POST /app/device/signin", h.deviceSignIn)
+	h.mux.HandleFunc("POST /app/device/signout", h.deviceSignOut)
+	h.mux.HandleFunc("POST /app/directory/{name}/callback", h.directorySwitch)
+	h.mux.HandleFunc("POST /app/directory/{name}/signout", h.directorySignOut)
 	for _, p := range instructorViews {
 		h.mux.HandleFunc("GET "+p, h.appShell)
 	}
@@ -216,8 +221,10 @@ const (
 
 // csp is the Content-Security-Policy with the given frame-ancestors sources. default-src
 // 'none' forbids scripts and fetches unless scripts opens them to the site's own origin;
-// no policy allows inline script, eval or inline style.
-func (h *Handler) csp(scripts scriptPolicy, frameAncestors string) string {
+// no policy allows inline script, eval or inline style. Forms post to the site itself and
+// to formTargets, origins that the post's answer redirects the browser to (browsers hold
+// a form's redirects to form-action too).
+func (h *Handler) csp(scripts scriptPolicy, frameAncestors string, formTargets ...string) string {
 	src := ""
 	switch scripts {
 	case ownScripts:
@@ -225,7 +232,8 @@ func (h *Handler) csp(scripts scriptPolicy, frameAncestors string) string {
 	case ownApp:
 		src = "script-src 'self'; connect-src 'self'; "
 	}
-	return "default-src 'none'; " + src + "style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
+	forms := strings.Join(append([]string{"'self'"}, formTargets...), " ")
+	return "default-src 'none'; " + src + "style-src 'self'; img-src 'self'; form-action " + forms + "; base-uri 'none'; frame-ancestors " + frameAncestors
 }
 
 // https reports whether the browser talks HTTPS: the public URL says so, the connection is

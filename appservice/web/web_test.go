@@ -266,7 +266,7 @@ func TestMainFlow(t *testing.T) {
 
 	t.Run("second link signs in directly", func(t *testing.T) {
 		p := mainPayload()
-		p.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Per", Lastname: "Olsen"}
+		p.Contact = &linkspec.Contact{ID: "c-3", Firstname: "Per", Lastname: "Olsen", Diagnosis: "M54.5 <lumbago>"}
 		b2 := newBrowser(t, f.h)
 		res := b2.signInByLink(f.link(t, p, "main"))
 		if res.Header.Get("Location") != "/app" {
@@ -275,6 +275,12 @@ func TestMainFlow(t *testing.T) {
 		_, page := b2.get("/app")
 		if !strings.Contains(page, `id="contact-name">Per Olsen<`) || !strings.Contains(page, `id="contact-birthdate">not given<`) {
 			t.Errorf("app page after SSO lacks the new contact:\n%s", page)
+		}
+		// The person page (the API's person) carries the link's diagnosis, as written.
+		_, st := b2.get("/app/api/status")
+		var v struct{ Person struct{ Diagnosis string } }
+		if err := json.Unmarshal([]byte(st), &v); err != nil || v.Person.Diagnosis != "M54.5 <lumbago>" {
+			t.Errorf("status person = %s, want the diagnosis M54.5 <lumbago>", st)
 		}
 	})
 	t.Run("sign out", func(t *testing.T) {

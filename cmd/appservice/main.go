@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logLevel := fl.String("log-level", env("PARTNERGATE_APP_LOG_LEVEL", "info"), "`level`: debug, info, warn, error")
 	signIns := fl.String("signin-concurrency", env("PARTNERGATE_APP_SIGNIN_CONCURRENCY", strconv.Itoa(web.DefaultSignInConcurrency)), "password checks that run at once, each an argon2id hash of 19 MiB (env PARTNERGATE_APP_SIGNIN_CONCURRENCY)")
 	dbTimeout := fl.String("database-timeout", env("PARTNERGATE_APP_DATABASE_TIMEOUT", web.DefaultDatabaseTimeout.String()), "`duration` a request waits on the database before it answers 503 unavailable with Retry-After, 100ms to 25s (env PARTNERGATE_APP_DATABASE_TIMEOUT)")
+	deviceIdle := fl.String("device-idle", env("PARTNERGATE_APP_DEVICE_IDLE", "30d"), "`duration` after which a desktop wrapper's unused device sign-on ends, in days (30d) or as 720h, 1 hour to 365 days (env PARTNERGATE_APP_DEVICE_IDLE)")
+	deviceLifetime := fl.String("device-lifetime", env("PARTNERGATE_APP_DEVICE_LIFETIME", "180d"), "`duration` after which a device sign-on ends however often it is used, 1 hour to 730 days and at least -device-idle (env PARTNERGATE_APP_DEVICE_LIFETIME)")
 	directories := fl.String("directories", env("PARTNERGATE_APP_DIRECTORIES", ""), "JSON `file` of the OpenID Connect providers staff sign in with, each secret named by its client_secret_env (env PARTNERGATE_APP_DIRECTORIES; docs/operations.md)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
 	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -104,6 +107,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.DatabaseTimeout = d
+	if cfg.DeviceIdle, err = days(*deviceIdle, 365); err != nil {
+		fmt.Fprintf(stderr, "appservice: -device-idle %q: %v\n", *deviceIdle, err)
+		return 2
+	}
+	if cfg.DeviceLifetime, err = days(*deviceLifetime, 730); err != nil || cfg.DeviceLifetime < cfg.DeviceIdle {
+		if err == nil {
+			err = fmt.Errorf("want at least -device-idle (%s)", *deviceIdle)
+		}
+		fmt.Fprintf(stderr, "appservice: -device-lifetime %q: %v\n", *deviceLifetime, err)
+		return 2
+	}
 	cfg.UpstreamSecret = os.Getenv("PARTNERGATE_UPSTREAM_SECRET")
 	cfg.AppSecret = os.Getenv("PARTNERGATE_APP_SECRET")
 	cfg.Instructor.Password = os.Getenv("PARTNERGATE_APP_INSTRUCTOR_PASSWORD")
@@ -134,4 +148,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// days reads a duration of at least an hour and at most maxDays days, written as whole
+// days ("30d", an operator's unit for these) or as Go writes durations ("720h").
+func days(v string, maxDays int) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		i, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, fmt.Errorf("want whole days such as 30d, or a duration such as 720h")
+		}
+		d = time.Duration(i) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, fmt.Errorf("want whole days such as 30d, or a duration such as 720h")
+		}
+	}
+	if d < time.Hour || d > time.Duration(maxDays)*24*time.Hour {
+		return 0, fmt.Errorf("want 1 hour to %d days", maxDays)
+	}
+	return d, nil
 }

@@ -170,18 +170,24 @@ func TestHeaderPrefixChecked(t *testing.T) {
 	}
 }
 
-// TestDatabaseTimeoutChecked: -database-timeout and PARTNERGATE_APP_DATABASE_TIMEOUT take a
-// duration from 100ms to 25s; anything else stops the start with the flag named.
-func TestDatabaseTimeoutChecked(t *testing.T) {
+// starter returns a start of the command with the secrets set, a database of its own and
+// further args, answering the exit code and stderr.
+func starter(t *testing.T) func(args ...string) (int, string) {
 	t.Setenv("PARTNERGATE_UPSTREAM_SECRET", strings.Repeat("u", 32))
 	t.Setenv("PARTNERGATE_APP_SECRET", strings.Repeat("a", 32))
 	dir := t.TempDir()
-	start := func(args ...string) (int, string) {
+	return func(args ...string) (int, string) {
 		var out, errs strings.Builder
 		code := run(append([]string{"-db", filepath.Join(dir, "app.db"), "-secret-file", filepath.Join(dir, "app.secret"), "-listen", "127.0.0.1:0",
 			"-instructor", ""}, args...), &out, &errs)
 		return code, errs.String()
 	}
+}
+
+// TestDatabaseTimeoutChecked: -database-timeout and PARTNERGATE_APP_DATABASE_TIMEOUT take a
+// duration from 100ms to 25s; anything else stops the start with the flag named.
+func TestDatabaseTimeoutChecked(t *testing.T) {
+	start := starter(t)
 	for _, v := range []string{"0s", "50ms", "26s", "-1s", "ten"} {
 		if code, errs := start("-database-timeout", v); code != 2 || !strings.Contains(errs, "-database-timeout") {
 			t.Errorf("-database-timeout %s = %d %q, want 2 and the flag named", v, code, errs)
@@ -190,5 +196,24 @@ func TestDatabaseTimeoutChecked(t *testing.T) {
 	t.Setenv("PARTNERGATE_APP_DATABASE_TIMEOUT", "1h")
 	if code, errs := start(); code != 2 || !strings.Contains(errs, `-database-timeout "1h"`) {
 		t.Errorf("PARTNERGATE_APP_DATABASE_TIMEOUT=1h = %d %q, want 2 and the value named", code, errs)
+	}
+}
+
+// TestDeviceLifetimesChecked: -device-idle and -device-lifetime (and their variables) take
+// whole days or a duration within their bounds, the idle period at most the lifetime;
+// anything else stops the start with the flag named.
+func TestDeviceLifetimesChecked(t *testing.T) {
+	start := starter(t)
+	for _, c := range []struct{ flag, value string }{
+		{"-device-idle", "0d"}, {"-device-idle", "59m"}, {"-device-idle", "366d"}, {"-device-idle", "thirty"}, {"-device-idle", "1.5d"},
+		{"-device-lifetime", "731d"}, {"-device-lifetime", "-1h"}, {"-device-lifetime", "29d"},
+	} {
+		if code, errs := start(c.flag, c.value); code != 2 || !strings.Contains(errs, c.flag+` "`+c.value+`"`) {
+			t.Errorf("%s %s = %d %q, want 2 and the flag named", c.flag, c.value, code, errs)
+		}
+	}
+	t.Setenv("PARTNERGATE_APP_DEVICE_LIFETIME", "7d")
+	if code, errs := start(); code != 2 || !strings.Contains(errs, `-device-lifetime "7d": want at least -device-idle (30d)`) {
+		t.Errorf("PARTNERGATE_APP_DEVICE_LIFETIME=7d under the default idle period = %d %q, want 2 and why", code, errs)
 	}
 }

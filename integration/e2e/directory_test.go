@@ -16,10 +16,10 @@ import (
 	"github.com/partnergate/partnergate/internal/harness/oidcprovider"
 )
 
-// anna is the directory's static user: an instructor of North Clinic who signs in to
-// everything with her organization's directory.
+// anna is the directory's user: an instructor of North Clinic who signs in to everything
+// with her organization's directory, which puts her in its staff group.
 var anna = oidcprovider.User{ID: "dir-anna", Username: "anna@north-clinic.example", Password: "anna-directory-password",
-	FirstName: "Anna", LastName: "Lind", Email: "anna@north-clinic.example"}
+	FirstName: "Anna", LastName: "Lind", Email: "anna@north-clinic.example", Claims: map[string]any{"groups": []any{"north-clinic-staff"}}}
 
 // startDirectoryStack starts the stack with the directory "clinic" of partner demo, a real
 // OpenID provider (zitadel/oidc's example provider) whose client "web" is the service.
@@ -35,7 +35,8 @@ func startDirectoryStackWith(t *testing.T, c appstack.Config) (*stack, *oidcprov
 	c.Directories = func(public string) []web.Directory {
 		p = oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, anna)
 		return []web.Directory{{Name: "clinic", Label: "North Clinic ID", Partner: "demo", Issuer: p.Issuer,
-			ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret}}
+			ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret,
+			RequireClaims: map[string][]string{"groups": {"north-clinic-staff"}}, Public: true}}
 	}
 	return startStackWith(t, c), p
 }
@@ -82,9 +83,15 @@ func (c *callbacks) last(t *testing.T, which *[]string) string {
 // providerLogin signs anna in on the provider's own login form.
 func providerLogin(t *testing.T, ctx context.Context, wait string) {
 	t.Helper()
+	providerLoginAs(t, ctx, anna, wait)
+}
+
+// providerLoginAs signs u in on the provider's own login form and waits for wait.
+func providerLoginAs(t *testing.T, ctx context.Context, u oidcprovider.User, wait string) {
+	t.Helper()
 	step(t, ctx, "provider login form", chromedp.WaitVisible(`input[name="username"]`),
-		chromedp.SetValue(`input[name="username"]`, anna.Username),
-		chromedp.SendKeys(`input[name="password"]`, anna.Password),
+		chromedp.SetValue(`input[name="username"]`, u.Username),
+		chromedp.SendKeys(`input[name="password"]`, u.Password),
 		chromedp.Click(`button[type="submit"]`),
 		chromedp.WaitVisible(wait))
 }
@@ -171,11 +178,23 @@ func TestDirectorySignIn(t *testing.T) {
 		t.Errorf("partner user linked through the directory lands as %q, want Coach Carter", got)
 	}
 
-	// Sign-out through the directory URL (the wrapper's AdfsUrl with signout=1) ends the
-	// service session.
-	// The provider offers RP-initiated logout: the browser ends on its signed-out page.
+	// A link to the directory's sign-out on another site's page signs nobody out: the
+	// page asks, and the session stays.
+	s.pages.Store("/signout-link", []byte(`<!doctype html><title>Elsewhere</title><a id="out" href="`+s.gateway.URL+`/app/directory/clinic/signin?signout=1">news</a>`))
+	step(t, later, "another site's link to the sign-out", chromedp.Navigate(s.partner.URL+"/signout-link"),
+		chromedp.Click("#out"), chromedp.WaitVisible("#directory-signout"))
+	if got := words(textOf(t, later, "#directory-signout-question")); got != "Sign out of the service and of North Clinic ID?" {
+		t.Errorf("sign-out question = %q", got)
+	}
+	screenshot(t, later, "signout-question")
+	step(t, later, "still signed in", chromedp.Navigate(s.gateway.URL+"/app"), chromedp.WaitVisible("#account"))
+
+	// Sign-out through the directory URL (the wrapper's AdfsUrl with signout=1), opened by
+	// the browser itself as the wrapper does: the page posts its form at once, which ends
+	// the service session. The provider offers RP-initiated logout: the browser ends on
+	// its signed-out page.
 	step(t, later, "directory sign-out", chromedp.Navigate(s.gateway.URL+"/app/directory/clinic/signin?signout=1"),
-		chromedp.Poll[chromedp.Void](`location.pathname === "/logged-out"`, chromedp.WithPollingInterval(50*time.Millisecond)))
+		chromedp.WaitVisible("#provider-signed-out"))
 	if loc := eval[string](t, later, "location.href"); !strings.HasPrefix(loc, p.Issuer) {
 		t.Errorf("after the directory sign-out the browser is at %q, want the provider's signed-out page", loc)
 	}
@@ -254,4 +273,69 @@ func TestDirectoryExpiredToken(t *testing.T) {
 		t.Errorf("refusal page = %q, want the title Directory answer expired", body)
 	}
 	screenshot(t, ctx, "expired-token")
+}
+
+// TestDirectoryEntitlement: two clinics' directories share one issuer (one tenant, an
+// application registration per clinic, "assignment required" off), and the provider signs
+// every one of its users in to either. Each directory admits only the users its claim
+// rule names (the clinic's staff group): North's user and Bob, whom no clinic knows, are
+// refused at South with directory_user_not_allowed, through the real gateway, in a real
+// browser; North's user is admitted at North and South's at South.
+func TestDirectoryEntitlement(t *testing.T) {
+	ida := oidcprovider.User{ID: "dir-ida", Username: "ida@north.example", Password: "ida-directory-password", FirstName: "Ida", LastName: "North",
+		Claims: map[string]any{"tid": "tenant-1", "groups": []any{"north-staff"}}}
+	sven := oidcprovider.User{ID: "dir-sven", Username: "sven@south.example", Password: "sven-directory-password", FirstName: "Sven", LastName: "South",
+		Claims: map[string]any{"tid": "tenant-1", "groups": []any{"south-staff"}}}
+	bob := oidcprovider.User{ID: "dir-bob", Username: "bob@tenant.example", Password: "bob-directory-password", FirstName: "Bob", LastName: "Nobody",
+		Claims: map[string]any{"tid": "tenant-1"}}
+	s := startStackWith(t, appstack.Config{Directories: func(public string) []web.Directory {
+		p := oidcprovider.StartWith(t, oidcprovider.Config{Users: []oidcprovider.User{ida, sven, bob}, Clients: []oidcprovider.Client{
+			{ID: "north-app", Secret: "north-secret", RedirectURIs: []string{public + "/app/directory/north/callback"}},
+			{ID: "south-app", Secret: "south-secret", RedirectURIs: []string{public + "/app/directory/south/callback"}},
+		}})
+		return []web.Directory{
+			{Name: "north", Label: "North Clinic ID", Partner: "demo", Organization: "org-north", Issuer: p.Issuer, ClientID: "north-app",
+				ClientSecret: "north-secret", RequireClaims: map[string][]string{"tid": {"tenant-1"}, "groups": {"north-staff"}}},
+			{Name: "south", Label: "South Clinic ID", Partner: "demo", Organization: "org-south", Issuer: p.Issuer, ClientID: "south-app",
+				ClientSecret: "south-secret", RequireClaims: map[string][]string{"tid": {"tenant-1"}, "groups": {"south-staff"}}},
+		}
+	}})
+	for _, tc := range []struct {
+		directory string
+		user      oidcprovider.User
+		admitted  bool
+	}{
+		{"south", ida, false},
+		{"south", bob, false},
+		{"north", ida, true},
+		{"south", sven, true},
+	} {
+		t.Run(tc.user.FirstName+" at "+tc.directory, func(t *testing.T) {
+			ctx := newBrowser(t)
+			step(t, ctx, "start", chromedp.Navigate(s.gateway.URL+"/app/directory/"+tc.directory+"/signin"))
+			if !tc.admitted {
+				providerLoginAs(t, ctx, tc.user, "#problem")
+				body := problemShown(t, ctx, "directory_user_not_allowed")
+				if !strings.Contains(body, "Not allowed by this directory") {
+					t.Errorf("refusal page = %q, want the title Not allowed by this directory", body)
+				}
+				screenshot(t, ctx, "refused")
+				step(t, ctx, "the application", chromedp.Navigate(s.gateway.URL+"/app"), chromedp.WaitVisible("#password"))
+				return
+			}
+			providerLoginAs(t, ctx, tc.user, "#first-visit")
+			if got := words(textOf(t, ctx, "#first-visit")); !strings.HasPrefix(got, "Welcome, "+tc.user.FirstName+" "+tc.user.LastName+".") {
+				t.Errorf("first-sight page = %q, want %s %s welcomed", got, tc.user.FirstName, tc.user.LastName)
+			}
+		})
+	}
+	logs := s.appLogs.String()
+	if n := strings.Count(logs, `"outcome":"directory_user_not_allowed","claim":"groups"`); n != 2 {
+		t.Errorf("the app service logged %d refusals naming the groups claim, want 2", n)
+	}
+	for _, u := range []oidcprovider.User{ida, bob} {
+		if strings.Contains(logs, u.Username) || strings.Contains(logs, u.LastName) {
+			t.Errorf("the app service's log names the refused user %s", u.ID)
+		}
+	}
 }

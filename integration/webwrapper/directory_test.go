@@ -24,7 +24,7 @@ func TestDirectorySignOn(t *testing.T) {
 		Directories: func(public string) []web.Directory {
 			provider = oidcprovider.Start(t, []string{public + "/app/directory/clinic/callback"}, user)
 			return []web.Directory{{Name: "clinic", Label: "Clinic ID", Partner: "demo", Issuer: provider.Issuer,
-				ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret}}
+				ClientID: oidcprovider.ClientWeb, ClientSecret: oidcprovider.ClientSecret, AllowAnyUser: true}}
 		}})
 	d := newDesktop(t, s, map[string]string{"AdfsUrl": s.Gateway.URL + "/app/directory/clinic/signin"})
 	w := d.start(t, arguments, "signon="+user.Username)

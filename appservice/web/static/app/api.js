@@ -101,4 +101,6 @@ export const api = {
   exportWorkout: (id, caseId) => request("POST", `workouts/${enc(id)}/export`, { body: caseId ? { caseId } : {} }),
   caseExports: (caseId) => request("GET", `cases/${enc(caseId)}/exports`),
   myWorkouts: () => request("GET", "me/workouts"),
+  devices: () => request("GET", "me/devices"),
+  revokeDevice: (id) => request("POST", `me/devices/${enc(id)}/revoke`, { body: {} }),
 };

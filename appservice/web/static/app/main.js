@@ -16,6 +16,7 @@ import { exercisesView, exerciseView } from "./views/exercises.js";
 import { workoutsView, templatesView } from "./views/workouts.js";
 import { editorView } from "./views/editor.js";
 import { caseView } from "./views/case.js";
+import { devicesView } from "./views/devices.js";
 import { myPlansView, memberPlanView } from "./views/member.js";
 import { endedView } from "./views/ended.js";
 import { t } from "./i18n.js";
@@ -34,6 +35,7 @@ if (state.role === "member") {
   route("/app/workouts/:id", editorView);
   route("/app/templates", templatesView);
   route("/app/cases/:caseId", caseView);
+  route("/app/devices", devicesView);
 }
 setNotFound(() => h("section", { class: "card", id: "not-found" }, h("h1", {}, t("app.not_found")), h("p", {}, t("app.no_such_page"))));
 onRender(highlight);

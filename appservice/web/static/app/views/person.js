@@ -60,6 +60,7 @@ export async function personView({ params, data }) {
       dl([
         [t("focus.birthdate"), person.birthDate ? day(person.birthDate) : t("focus.not_given"), "person-birthdate"],
         [t("person.gender"), genders[person.gender] || "", "person-gender"],
+        [t("person.diagnosis"), person.diagnosis || "", "person-diagnosis"],
         [t("person.custom_id"), person.customId || "", "person-custom-id"],
         [t("person.partner_ids"), (person.partnerIds || []).join(", "), "person-partner-ids"],
         [t("person.email"), person.email, "person-email"],
