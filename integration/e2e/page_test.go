@@ -22,11 +22,37 @@ import (
 // The helpers of the application tests: they drive the single-page application the way a
 // person or a desktop wrapper does, and wait for what the page shows, never for a time.
 
-// waitFor waits until the JavaScript expression is truthy in the page. Polling does not
-// survive a document load: after one, wait with chromedp.WaitVisible first.
+// waitFor waits until the JavaScript expression is truthy in the page, across document
+// loads: a poll whose document goes away (the login page's script moving on to the
+// application) is started again in the next one, until the step's 30 s are up.
 func waitFor(t *testing.T, ctx context.Context, name, expr string) {
 	t.Helper()
-	step(t, ctx, name, chromedp.Poll[chromedp.Void]("!!("+expr+")", chromedp.WithPollingInterval(50*time.Millisecond)))
+	start := time.Now()
+	defer func() { t.Logf("step %s: %v", name, time.Since(start)) }()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(c, chromedp.Poll[chromedp.Void]("!!("+expr+")", chromedp.WithPollingInterval(50*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		if c.Err() == nil && documentWentAway(err) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		screenshot(t, ctx, "failed-"+name)
+		t.Fatalf("%s: %v (page %s)", name, err, loc)
+	}
+}
+
+// documentWentAway reports whether err is the DevTools protocol's answer to a script run
+// in a document that a navigation replaced.
+func documentWentAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed")
 }
 
 // waitView waits until the application shows the view whose data-testid is testid.
