@@ -197,13 +197,6 @@ func (s *Store) expand(text string) string {
 	).Replace(text)
 }
 
-// schemaVersion returns the highest applied migration.
-func (s *Store) schemaVersion(ctx context.Context) (int, error) {
-	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
-	return int(v.Int64), err
-}
-
 // versionTable is goose's version store over schema_migrations. Goose wants a version 0 row
 // as the mark of an initialised table; databases of the earlier runner lack it, so
 // ListMigrations reports it when absent instead of a migration writing it.
