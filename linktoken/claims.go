@@ -136,7 +136,7 @@ func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (a *audience) keep(val jsontext.Value) {
 	if a.record {
 		unq, _ := jsontext.AppendUnquote(nil, val)
-		a.seen = append(a.seen, clip(string(unq)))
+		a.seen = append(a.seen, linkspec.Clip(string(unq)))
 	}
 }
 
@@ -194,7 +194,7 @@ func decodeClaims(data []byte, c *claims) error {
 	case registeredClaims[top]:
 		return &Error{Code: problem.CodeClaimsInvalid, Detail: registeredTypeDetail(top)}
 	}
-	field := fieldPath(serr.JSONPointer)
+	field := linkspec.FieldPath(serr.JSONPointer)
 	kind, from := kindOfClaims(data)
 	return &Error{
 		Code:     problem.CodePayloadInvalid,
@@ -242,19 +242,6 @@ func kindSentence(kind linkspec.Kind, from []string) string {
 		return "; read as a Go link, because it carries none of " + strings.Join(f[:len(f)-1], ", ") + " and " + f[len(f)-1]
 	}
 	return ""
-}
-
-// fieldPath turns a JSON pointer into the dotted path of linkspec.FieldError
-// ("/contact/firstname" to "contact.firstname"). Array indexes do not occur in the payload.
-func fieldPath(p jsontext.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(clip(tok))
-	}
-	return b.String()
 }
 
 // checkIssuer enforces docs/interface.md A-AUTH-9 and RFC 7519 §4.1.1: iss equals the
