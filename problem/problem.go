@@ -257,6 +257,13 @@ type Problem struct {
 	Code      string       `json:"code"`
 	Fields    []FieldError `json:"fields,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
+	Hints
+}
+
+// Hints are the members of a refused link's problem document that tell the partner's
+// developer what the gateway wanted. linktoken's errors and reports carry the same
+// struct, so that a refusal's hints reach the document without a copy of each.
+type Hints struct {
 	// Expected is the value the failing claim must have (issuer_invalid: the agreed
 	// issuer; audience_invalid: the agreed audience).
 	Expected string `json:"expected,omitempty"`
