@@ -33,6 +33,7 @@ command -v xprop >/dev/null 2>&1 || need_apt+=(x11-utils)
 # reads what dunst, a notification daemon, showed (dunstctl) on a private session bus.
 command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1 || need_apt+=(dunst)
 command -v dbus-daemon >/dev/null 2>&1 || need_apt+=(dbus)
+command -v dbus-send >/dev/null 2>&1 || need_apt+=(dbus-bin)
 # The desktop wrapper's Windows tests run under Wine (scripts/wine.sh), which needs a small
 # DLL built with MinGW; its MSI is built with wixl and read with msiinfo (msitools).
 command -v wine >/dev/null 2>&1 || need_apt+=(wine wine64)

@@ -62,7 +62,7 @@ func (d *desktop) notifications(t *testing.T) {
 
 func (d *desktop) dunstctl(args ...string) (string, error) {
 	cmd := exec.Command("dunstctl", args...)
-	cmd.Env = d.env()
+	cmd.Env = append(d.env(), "PATH="+os.Getenv("PATH")) // dunstctl runs dbus-send, whatever the session's PATH
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -75,7 +75,8 @@ type notification struct {
 }
 
 // shown waits until the desktop shows n notifications, closes them as the person would,
-// and returns them as dunst's history holds them, newest first.
+// and returns them as dunst's history holds them, newest first (those read before left
+// out).
 func (d *desktop) shown(t *testing.T, n int) []notification {
 	t.Helper()
 	poll(t, 30*time.Second, "the notifications shown", func() (bool, string) {
@@ -89,23 +90,26 @@ func (d *desktop) shown(t *testing.T, n int) []notification {
 	if err != nil {
 		t.Fatalf("dunstctl history: %v\n%s", err, out)
 	}
-	if out, err := d.dunstctl("history-clear"); err != nil {
-		t.Fatalf("dunstctl history-clear: %v\n%s", err, out)
-	}
 	type field[T any] struct{ Data T }
 	var h struct {
 		Data [][]struct {
 			Appname, Summary, Body field[string]
-			Timeout                field[int64]
+			Timeout, ID            field[int64]
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Data) != 1 {
 		t.Fatalf("dunstctl history: %v\n%s", err, out)
 	}
 	var got []notification
+	newest := d.lastID
 	for _, e := range h.Data[0] {
+		if e.ID.Data <= d.lastID {
+			continue // read before: dunst keeps its history
+		}
+		newest = max(newest, e.ID.Data)
 		got = append(got, notification{App: e.Appname.Data, Summary: e.Summary.Data, Body: html.UnescapeString(e.Body.Data), Timeout: e.Timeout.Data})
 	}
+	d.lastID = newest
 	if len(got) != n {
 		t.Fatalf("the desktop showed %d notifications, want %d: %+v", len(got), n, got)
 	}
@@ -146,7 +150,7 @@ func (d *desktop) run(t *testing.T, args ...string) (int, string) {
 // told.
 func TestFailuresShown(t *testing.T) {
 	d := newDesktop(t, nil, map[string]string{"Debug": "False", "Log": "True", "Culture": "sv-SE"})
-	d.noDebug = true
+	d.noDebug = true // no DevTools port: this test may run beside another wrapper's
 	d.notifications(t)
 	d.path = t.TempDir() // no browser on PATH: Debian's chromium is found there only
 
