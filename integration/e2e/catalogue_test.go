@@ -49,6 +49,16 @@ func TestCatalogueInNorwegian(t *testing.T) {
 	if err := json.Unmarshal(tpl.Body, &list); err != nil || len(list.Workouts) != 1 {
 		t.Fatalf("templates matching kneopptrening = %d %s", tpl.Status, tpl.Body)
 	}
+	// The same page in German: its body parts in German order, "oberer Rücken" among the
+	// capitalized nouns.
+	step(t, ctx, "exercises in German", chromedp.Navigate(s.gateway.URL+"/app/exercises?culture=de"), chromedp.WaitVisible(chromedp.ID("view")))
+	waitView(t, ctx, "exercises")
+	parts := eval[[]string](t, ctx, `[...document.querySelectorAll("#exercise-body-part option")].slice(1).map((o) => o.textContent)`)
+	if got, want := strings.Join(parts, ", "), "Arme, Beine, Brust, Fußgelenk, ganzer Körper, Hüften, Knie, Nacken, oberer Rücken, Rücken, Rumpf, Schulter, Unterschenkel"; got != want {
+		t.Errorf("German body parts = %s, want %s", got, want)
+	}
+	step(t, ctx, "back to Norwegian", chromedp.Navigate(s.gateway.URL+"/app?culture=nb"), chromedp.WaitVisible(chromedp.ID("view")))
+
 	var plan svcWorkout
 	mustSvc(t, ctx, `svcApp.createWorkout({templateId: `+strconv.FormatInt(list.Workouts[0].ID, 10)+`})`, &plan)
 
