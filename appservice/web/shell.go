@@ -26,6 +26,9 @@ type shellData struct {
 	Org      *store.Organization
 	Person   *store.Person
 	CaseID   string
+	// EIDs are the national eIDs the Go start page offers (a member's page without a
+	// session).
+	EIDs []eidButton
 }
 
 // appShell serves the instructor's views. Without a session, /app itself sends to the
@@ -58,7 +61,7 @@ func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case s == nil || s.Pending:
-		h.renderShell(w, r, http.StatusUnauthorized, shellData{Role: store.RoleMember})
+		h.renderShell(w, r, http.StatusUnauthorized, shellData{Role: store.RoleMember, EIDs: h.eidButtons()})
 	case s.ConfirmLink || s.Account.Role != store.RoleMember:
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 	default:
