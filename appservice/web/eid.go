@@ -266,6 +266,17 @@ func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.
 	return p.logoutTarget(ctx, s.IDToken, back, "/go")
 }
 
+// eidLogoutOrigin is the origin of the logout of the provider that signed the browser's
+// eID session in, which the sign-out form's answer redirects to (the page's CSP
+// form-action must allow it); none for another session.
+func (h *Handler) eidLogoutOrigin(r *http.Request) []string {
+	s, ok := h.openEID(h.cookie(r, eidCookie))
+	if p := h.eids.byName[s.Provider]; ok && p != nil {
+		return p.logoutOrigin(r.Context())
+	}
+	return nil
+}
+
 // eidButtons are the Go start page's: every configured eID provider.
 type eidButton struct{ Name, Label string }
 

@@ -230,12 +230,18 @@ func TestEIDSignOutAtProvider(t *testing.T) {
 	f, p, _ := eidFixture(t, &log)
 	b := newBrowser(t, f.h)
 	eidSignIn(t, b, "kari")
-	_, shell := b.get("/go")
+	res, shell := b.get("/go")
+	// The sign-out form's answer goes on to the provider's logout: the page's CSP must
+	// let the form end there, or the browser stays on the page.
+	provider, _ := url.Parse(p.Issuer)
+	if csp, want := res.Header.Get("Content-Security-Policy"), "form-action 'self' http://"+provider.Host+";"; !strings.Contains(csp, want) {
+		t.Errorf("the eID session's Go page CSP = %q, want %q", csp, want)
+	}
 	tok := csrfField.FindStringSubmatch(shell)
 	if tok == nil {
 		t.Fatal("no CSRF token on the Go page")
 	}
-	res, _ := b.post("/app/signout", url.Values{"csrf": {tok[1]}})
+	res, _ = b.post("/app/signout", url.Values{"csrf": {tok[1]}})
 	loc, err := url.Parse(res.Header.Get("Location"))
 	if res.StatusCode != http.StatusSeeOther || err != nil || !strings.HasPrefix(loc.String(), p.Issuer) ||
 		loc.Query().Get("id_token_hint") == "" || loc.Query().Get("client_id") != oidcprovider.ClientWeb ||
