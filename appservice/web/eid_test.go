@@ -177,8 +177,7 @@ func TestEIDSignInRefusals(t *testing.T) {
 
 	t.Run("tampered state", func(t *testing.T) {
 		b := newBrowser(t, f.h)
-		res, _ := b.get("/app/eid/idporten/signin")
-		back := oidcprovider.SignIn(t, res.Header.Get("Location"), "kari", "eid-password")
+		_, back := eidAtProvider(t, b, "kari")
 		q := back.Query()
 		q.Set("state", q.Get("state")+"x")
 		back.RawQuery = q.Encode()
@@ -193,9 +192,7 @@ func TestEIDSignInRefusals(t *testing.T) {
 
 	t.Run("a directory's flow", func(t *testing.T) {
 		// A flow cookie of another provider's sign-in is not this one's.
-		b := newBrowser(t, f.h)
-		res, _ := b.get("/app/eid/idporten/signin")
-		back := oidcprovider.SignIn(t, res.Header.Get("Location"), "kari", "eid-password")
+		res, back := eidAtProvider(t, newBrowser(t, f.h), "kari")
 		var flow *http.Cookie
 		for _, c := range res.Cookies() {
 			if c.Name == directoryCookie {
@@ -213,6 +210,14 @@ func TestEIDSignInRefusals(t *testing.T) {
 	if strings.Contains(log.String(), eidUnknownSSN) || strings.Contains(log.String(), eidKariSSN) {
 		t.Errorf("the log holds an identity number:\n%s", log.String())
 	}
+}
+
+// eidAtProvider starts an eID sign-in in b and signs user in at the provider: the answer
+// that sent b there, and the callback URL the provider sends b back to (not followed).
+func eidAtProvider(t *testing.T, b *browser, user string) (*http.Response, *url.URL) {
+	t.Helper()
+	res, _ := b.get("/app/eid/idporten/signin")
+	return res, oidcprovider.SignIn(t, res.Header.Get("Location"), user, "eid-password")
 }
 
 // openFlowForTest re-signs the flow cookie raw as one of directory name.
