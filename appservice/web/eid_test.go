@@ -301,3 +301,26 @@ func TestEIDProviderConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEIDStartPageLanguages: the Go start page offers the eID in the browser's language,
+// and the page for a number no clinic knows says so in it too.
+func TestEIDStartPageLanguages(t *testing.T) {
+	var log bytes.Buffer
+	f, _, _ := eidFixture(t, &log)
+	for lang, want := range map[string][2]string{
+		"en": {"Sign in with ID-porten", "No plans have been prepared for you yet: ask your clinic."},
+		"nb": {"Logg inn med ID-porten", "Det er ikke laget noen program til deg ennå: spør klinikken din."},
+		"sv": {"Logga in med ID-porten", "Inga program har gjorts åt dig än: fråga din klinik."},
+		"da": {"Log ind med ID-porten", "Der er ikke lavet nogen programmer til dig endnu: spørg din klinik."},
+		"de": {"Mit ID-porten anmelden", "Für Sie wurden noch keine Pläne erstellt: Fragen Sie Ihre Praxis."},
+	} {
+		b := newBrowser(t, f.h)
+		if _, page := b.getWith("/go", lang); !strings.Contains(page, want[0]) {
+			t.Errorf("Go start page in %s lacks %q:\n%s", lang, want[0], page)
+		}
+		_, back := eidAtProvider(t, b, "stranger")
+		if res, page := b.getWith(back.RequestURI(), lang); res.StatusCode != http.StatusNotFound || !strings.Contains(page, want[1]) {
+			t.Errorf("unknown number's page in %s = %d, want 404 saying %q:\n%s", lang, res.StatusCode, want[1], page)
+		}
+	}
+}
