@@ -140,6 +140,7 @@ func (h *Handler) api(allowed who, fn apiFunc) http.Handler {
 				return
 			}
 		}
+		h.setOfflineOwner(w, s)
 		req := &apiRequest{Request: r, w: w, s: s, token: token}
 		if changes {
 			if req.body, err = readJSONBody(w, r); err != nil {
