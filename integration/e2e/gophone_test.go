@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/internal/harness/browser"
+	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
 // Go on the phone (issue 36): Go installs as a web app, fits a phone of 360 px, and its
@@ -127,24 +129,71 @@ func keptOffline(plans []plan) string {
 	return b.String()
 }
 
-// offline cuts the browser's network, the page's and its service worker's, and says so
-// to the page (navigator.onLine), as a phone without signal; online gives it back.
+// offline cuts the network of the page and of Go's service worker, and says so to the
+// page (navigator.onLine), as a phone without signal; offline(false) gives it back. The
+// worker is a target of its own, whose fetches the page's network conditions do not
+// reach: its conditions are set in a DevTools session of its own (workerOf).
 func offline(t *testing.T, ctx context.Context, off bool) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := chromedp.Call(c, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(c, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+	conditions := network.EmulateNetworkConditionsByRuleParams{
 		EmulateOfflineServiceWorker: &off,
 		MatchedNetworkConditions:    []*network.Conditions{{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}},
-	}); err != nil {
-		t.Fatalf("network conditions: %v", err)
+	}
+	for _, target := range []context.Context{ctx, workerOf(t, ctx)} {
+		if _, err := chromedp.Call(target, network.Enable, network.EnableParams{}); err != nil {
+			t.Fatalf("network: %v", err)
+		}
+		if _, err := chromedp.Call(target, network.EmulateNetworkConditionsByRule, conditions); err != nil {
+			t.Fatalf("network conditions: %v", err)
+		}
 	}
 	if _, err := chromedp.Call(c, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
 		t.Fatalf("network state: %v", err)
 	}
+}
+
+// workers are the DevTools sessions of Go's service worker, by the tab's context.
+var workers sync.Map
+
+// workerOf is a DevTools session of the service worker /go/sw.js of ctx's browser, the
+// same one every time (network conditions belong to the session that set them).
+func workerOf(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	if w, ok := workers.Load(ctx); ok {
+		return w.(context.Context)
+	}
+	targets, err := chromedp.Targets(ctx)
+	if err != nil {
+		t.Fatalf("targets: %v", err)
+	}
+	for _, info := range targets {
+		if info.Type == "service_worker" && strings.HasSuffix(info.URL, "/go/sw.js") {
+			w, _ := chromedp.NewContext(ctx, chromedp.WithTargetID(info.TargetID))
+			workers.Store(ctx, w)
+			t.Cleanup(func() { workers.Delete(ctx) })
+			return w
+		}
+	}
+	t.Fatalf("no service worker /go/sw.js runs in the browser")
+	return nil
+}
+
+// openGo opens contact's Go link in a browser that may be signed in as another member:
+// Continue when asked, switch when asked; it waits for the list of plans.
+func openGo(t *testing.T, s *stack, ctx context.Context, contact map[string]any) {
+	t.Helper()
+	p := testpayload.Go()
+	p["contact"] = contact
+	step(t, ctx, "open Go link", chromedp.Navigate(s.linkURL(t, p)))
+	waitFor(t, ctx, "the plans or a question", `document.getElementById("ask-continue") || document.getElementById("switch-confirm") || document.getElementById("member")`)
+	for _, id := range []string{"ask-continue", "switch-confirm"} {
+		if eval[bool](t, ctx, `!!document.getElementById(`+strconv.Quote(id)+`)`) {
+			step(t, ctx, id, chromedp.Click(chromedp.ID(id)))
+		}
+	}
+	waitView(t, ctx, "my-plans")
 }
 
 // installable checks that Chromium finds Go installable (no installability errors) and
@@ -327,7 +376,7 @@ func TestGoOfflineKeepsOneMember(t *testing.T) {
 
 	// Zoë's link again, without a sign-out: the worker drops Kari's answers at the first
 	// answer of Zoë's session.
-	goLink(t, s, ctx, zoe())
+	openGo(t, s, ctx, zoe())
 	waitTrue(t, ctx, "Zoë's plans kept again", keptOffline(zoePlans)+` && !(await caches.match("/app/api/workouts/`+strconv.FormatInt(kariPlans[0].ID, 10)+`"))`)
 	offline(t, ctx, true)
 	step(t, ctx, "offline reload as Zoë", chromedp.Reload())
