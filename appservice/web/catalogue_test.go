@@ -105,6 +105,13 @@ func TestCatalogueInTheReadersLanguage(t *testing.T) {
 			if got.Name != "Kneopptrening, uke 1" || !strings.HasPrefix(got.Description, "Tidlige øvelser") || got.Exercises[0].Note != "Flere ganger om dagen" {
 				t.Errorf("the plan made on the Norwegian page = %q, %q, %q, want the template's Norwegian texts", got.Name, got.Description, got.Exercises[0].Note)
 			}
+			for lang, want := range map[string]string{"nb": "Treningsprogram", "de": "Trainingsplan", "en": "Workout plan"} {
+				_, b := in.call(http.MethodPost, "/app/api/workouts", `{"personId":`+person+`}`, func(r *http.Request) { r.Header.Set("Accept-Language", lang) })
+				var empty workoutJSON
+				if err := json.Unmarshal(b, &empty); err != nil || empty.Name != want {
+					t.Errorf("an empty plan made on the %s page = %s, want the title %q", lang, b, want)
+				}
+			}
 			res, b = in.call(http.MethodPost, "/app/api/workouts/"+strconv.FormatInt(got.ID, 10)+"/export", `{"caseId":"case-nb"}`, nb)
 			var export exportJSON
 			if err := json.Unmarshal(b, &export); err != nil || res.StatusCode != http.StatusCreated {

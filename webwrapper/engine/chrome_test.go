@@ -363,3 +363,36 @@ func TestOriginOf(t *testing.T) {
 		}
 	}
 }
+
+// TestChromeCookies: the cookies of Options (a device sign-on's session) are set for the
+// service before its first page, HttpOnly as the service set them, and Cookies reads them
+// back though no script of the page can.
+func TestChromeCookies(t *testing.T) {
+	c, _ := startChrome(t, Options{Cookies: []*http.Cookie{
+		{Name: "pg_session", Value: "token-1", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode},
+		{Name: "gone", Value: "x", MaxAge: -1},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := c.Cookies(ctx)
+	if err != nil {
+		t.Fatalf("Cookies: %v", err)
+	}
+	var names []string
+	for _, k := range got {
+		names = append(names, k.Name)
+		if k.Name == "pg_session" && (k.Value != "token-1" || !k.HttpOnly || k.Domain != "127.0.0.1") {
+			t.Errorf("pg_session = %+v; want token-1, HttpOnly, host-only on 127.0.0.1", k)
+		}
+	}
+	if !slices.Contains(names, "pg_session") || slices.Contains(names, "gone") {
+		t.Errorf("the service's cookies are %q; want pg_session and not the deleting one", names)
+	}
+	visible, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(visible, "token-1") {
+		t.Errorf("the page's script reads %q: the session must stay HttpOnly", visible)
+	}
+}

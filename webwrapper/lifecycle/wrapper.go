@@ -39,6 +39,18 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opts, external, signOutURL := w.startOptions(start)
+	links := w.links()
+	device := w.device(links, opts.ServiceURL)
+	if device != nil && external != "" {
+		// The device sign-on signs the external user in before the window opens, so
+		// before any command runs.
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		if opts.Cookies = device.SignIn(sctx, external); opts.Cookies != nil && signOutURL != "" {
+			// Signed in already: the window opens on the service, not at the directory.
+			opts.URL = cultureURL(opts.ServiceURL, opts.Language)
+		}
+		cancel()
+	}
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
 		w.log.Error("starting the browser", "error", err)
@@ -48,7 +60,8 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 		Version:        w.o.Version,
 		MinimizeOnExit: w.cfg.Bool(config.MinimizeOnExit),
 		Relaunch:       func(ctx context.Context) (engine.Engine, error) { return w.openWindow(ctx, w.reopenOptions(opts)) },
-		Links:          w.links(),
+		Links:          links,
+		Device:         device,
 		External:       external,
 		SignOutURL:     signOutURL,
 		Logger:         w.log,
@@ -87,6 +100,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 		<-runDone
 	}
 	stopTray()
+	a.Wait() // a device sign-on being asked for is kept
 	// Run has returned, so no command is running: the pipe's last replies (close's) are
 	// written before Serve returns.
 	stopPipe()
@@ -250,6 +264,24 @@ func (w *wrapper) links() *signon.Store {
 		return nil
 	}
 	return s
+}
+
+// device is the device sign-on kept in links with the service at serviceURL; nil
+// without links.
+func (w *wrapper) device(links *signon.Store, serviceURL string) *signon.Device {
+	if links == nil {
+		return nil
+	}
+	origin, err := engine.OriginOf(serviceURL)
+	if err != nil {
+		w.log.Warn("no device sign-on", "error", err)
+		return nil
+	}
+	computer, err := os.Hostname()
+	if err != nil {
+		computer = ""
+	}
+	return &signon.Device{Store: links, Client: &signon.Client{Service: origin}, Computer: computer, Log: w.log}
 }
 
 // external is the external user the start signs on as: its provider's signon, else the

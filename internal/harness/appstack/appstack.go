@@ -57,6 +57,9 @@ type Stack struct {
 	App     *appservice.Server
 	Key     *harness.Key // the partner's signing key
 	AppLogs *harness.SyncBuffer
+	// Database is the app service's SQLite file, for a test that changes what the service
+	// holds behind its back (its sessions ended, say).
+	Database string
 	// RootCA is the PEM file of the root that an HTTPS stack's certificate chains to
 	// (Caddy's local CA); "" for a plain HTTP stack.
 	RootCA string
@@ -67,6 +70,7 @@ func Start(t *testing.T, c Config) *Stack {
 	t.Helper()
 	s := &Stack{Key: harness.NewKey(t, "ES256", c.KeyID), AppLogs: &harness.SyncBuffer{}}
 	dir := t.TempDir()
+	s.Database = filepath.Join(dir, "app.db")
 	jwks := harness.WriteJWKS(t, dir, s.Key)
 	secret := "stack-upstream-secret-0123456789abcdef"
 	// The app's port is chosen before the gateway that points at it starts, and bound
@@ -128,7 +132,7 @@ func Start(t *testing.T, c Config) *Stack {
 			Directories:    dirs,
 			DirectoryNow:   c.DirectoryNow,
 			Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
-			Database:       filepath.Join(dir, "app.db"),
+			Database:       s.Database,
 			SecretFile:     filepath.Join(dir, "app.secret"),
 			PublicURL:      s.Gateway.URL,
 			FrameAncestors: c.FrameAncestors,
