@@ -191,7 +191,7 @@ func serveSite(t *testing.T, dir string) string {
 		t.Fatal("Caddyfile.example has no webwrapper site route (redir, then handle_path /webwrapper/*): update this test with it")
 	}
 	end := block + strings.Index(text[block:], "\n\t}\n") + len("\n\t}\n")
-	route := strings.ReplaceAll(text[start:end], "./data/webwrapper", "{{.Vars.site}}")
+	route := strings.ReplaceAll(text[start:end], "{$PARTNERGATE_DEMO_DATA:./data}/webwrapper", "{{.Vars.site}}")
 	c := harness.StartCaddy(t, harness.Config{
 		Caddyfile: "{\n\tadmin {{.Admin}}\n}\nhttp://127.0.0.1:{{.Port}} {\n" + route + "}\n",
 		Vars:      map[string]string{"site": dir},
