@@ -63,6 +63,9 @@ type Config struct {
 	// Directories are the OpenID Connect providers that organizations' staff sign in with
 	// (directory.go); none by default.
 	Directories []Directory
+	// EIDProviders are the national electronic IDs members sign in to Go with (eid.go);
+	// none by default.
+	EIDProviders []EIDProvider
 	// DirectoryNow is the clock the directories' ID tokens are checked against; Now when
 	// nil. Tests set it to see a real token expire; no flag sets it.
 	DirectoryNow func() time.Time
@@ -81,6 +84,7 @@ type Handler struct {
 	log       *slog.Logger
 	signIns   *signInGuard
 	dirs      *directories
+	eids      *eidProviders
 	// running counts the routes serveWithDeadline started, which may outlive their request.
 	running sync.WaitGroup
 }
@@ -141,9 +145,13 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	eids, err := newEIDProviders(cfg.EIDProviders)
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, mux: http.NewServeMux(), log: cfg.Logger,
 		csrfKey: deriveKey(cfg.AppSecret, "partnergate-csrf-key-v1"), deviceKey: deriveKey(cfg.AppSecret, "partnergate-device-key-v1"),
-		signIns: newSignInGuard(cfg.SignInConcurrency), dirs: dirs}
+		signIns: newSignInGuard(cfg.SignInConcurrency), dirs: dirs, eids: eids}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
 	h.mux.HandleFunc("GET /app/login", h.loginPage)
@@ -157,6 +165,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
 	h.mux.HandleFunc("GET /app/directory/{name}/signin", h.directorySignIn)
 	h.mux.HandleFunc("GET /app/directory/{name}/callback", h.directoryCallback)
+	h.mux.HandleFunc("GET /app/eid/{name}/signin", h.eidSignIn)
+	h.mux.HandleFunc("GET /app/eid/{name}/callback", h.eidCallback)
 	h.mux.HandleFunc("POST /app/device/credential", h.deviceIssue)
 	h.mux.HandleFunc("POST /app/device/signin", h.deviceSignIn)
 	h.mux.HandleFunc("POST /app/device/signout", h.deviceSignOut)

@@ -38,6 +38,9 @@ type Config struct {
 	// Directories, when set, gives the app service's directory sign-ins for the gateway's
 	// public URL (their redirect URIs are under it), called once the gateway runs.
 	Directories func(publicURL string) []web.Directory
+	// EIDProviders, when set, gives the app service's national eID sign-ins for the
+	// gateway's public URL.
+	EIDProviders func(publicURL string) []web.EIDProvider
 	// DirectoryNow is the app service's ID token clock; time.Now when nil.
 	DirectoryNow func() time.Time
 	// HTTPS, when true, runs the gateway as it is deployed: https://HTTPSHost:port with a
@@ -128,8 +131,13 @@ func Start(t *testing.T, c Config) *Stack {
 		if c.Directories != nil {
 			dirs = c.Directories(s.Gateway.URL)
 		}
+		var eids []web.EIDProvider
+		if c.EIDProviders != nil {
+			eids = c.EIDProviders(s.Gateway.URL)
+		}
 		s.App, err = appservice.Start(context.Background(), appservice.Config{
 			Directories:    dirs,
+			EIDProviders:   eids,
 			DirectoryNow:   c.DirectoryNow,
 			Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
 			Database:       s.Database,
