@@ -25,7 +25,7 @@ import (
 
 // kariGo is the second member of these tests, a contact of the same clinic.
 func kariGo() map[string]any {
-	return map[string]any{"id": "c-31", "firstname": "Kari", "lastname": "Søndergaard", "email": "kari@example.org", "ssn": "19800505-2382"}
+	return map[string]any{"id": "c-31", "firstname": "Kari", "lastname": "Søndergaard", "email": "kari@example.org", "ssn": "20450115-1239"}
 }
 
 // plan is a plan the coach made for a member.

@@ -26,8 +26,8 @@ export async function installOffline() {
     return; // Go works as before, only not offline.
   }
   if (navigator.serviceWorker.controller) return; // the page's answers went through it
-  const urls = [location.href, ...performance.getEntriesByType("resource").map((e) => e.name)];
   const { active } = await navigator.serviceWorker.ready;
+  const urls = [location.href, ...performance.getEntriesByType("resource").map((e) => e.name)];
   await ask(active, { type: "seen", urls });
 }
 

@@ -12,8 +12,9 @@
 //   server sends in Go-Offline-Owner with each of these answers.
 // What it forgets, and when:
 // - every member cache as soon as an answer of the server comes without that key (signed
-//   out, session ended, an instructor in the browser) or with another (another member, or
-//   another clinic's view of the same one); a failure of the server (5xx) changes nothing;
+//   out, session ended, an instructor in the browser: 200, 401, 403 or a redirect) or with
+//   another (another member, or another clinic's view of the same one); a failure of the
+//   server (5xx) or a 404 without a session's key changes nothing;
 // - everything it keeps when the page says so ({type: "forget"}): at sign-out, and when
 //   the session ended. Answers still on their way then are not kept.
 
@@ -60,10 +61,11 @@ function kindOf(url, request) {
   return null;
 }
 
-// keyOf is the address an answer is kept under: a page's without its query (a culture
-// parameter), an API answer's whole.
+// keyOf is the address an answer is kept under: the Go shell is one page for every Go view
+// (the modules draw the view the address names), kept once under /go; an API answer under
+// its whole address.
 function keyOf(kind, url) {
-  return kind === "page" ? url.origin + url.pathname : url.href;
+  return kind === "page" ? url.origin + "/go" : url.href;
 }
 
 self.addEventListener("fetch", (event) => {
@@ -100,7 +102,9 @@ function keep(kind, url, res, asked) {
     }
     const owner = res.type === "basic" ? res.headers.get(OWNER) : null;
     if (!owner) {
-      if (res.type === "opaqueredirect" || res.status < 500) await forgetMembers();
+      // Signed out or ended (401), not a member's session (403, a redirect to the instructor's
+      // application), or a page of no session (Go's start page): nothing of a member stays.
+      if (res.type === "opaqueredirect" || res.ok || res.status === 401 || res.status === 403) await forgetMembers();
       return;
     }
     const name = MEMBER + owner;
@@ -109,7 +113,7 @@ function keep(kind, url, res, asked) {
     }
     const cache = await caches.open(name);
     if (res.ok) await cache.put(keyOf(kind, url), res);
-    else if (res.status === 404) await cache.delete(keyOf(kind, url)); // a plan no longer the member's
+    else if (res.status === 404 && kind === "member") await cache.delete(keyOf(kind, url)); // a plan no longer the member's
   });
 }
 
@@ -141,18 +145,11 @@ async function memberCache() {
   return name ? caches.open(name) : null;
 }
 
-// fromCache is the kept answer to url, for a request the network did not answer: a page
-// without its own copy gets Go's start page's (the shell is one for every view).
+// fromCache is the kept answer to url, for a request the network did not answer.
 async function fromCache(kind, url) {
-  if (kind === "static") {
-    const cache = await caches.open(STATIC);
-    return (await cache.match(keyOf(kind, url))) || null;
-  }
-  const cache = await memberCache();
+  const cache = kind === "static" ? await caches.open(STATIC) : await memberCache();
   if (!cache) return null;
-  const kept = await cache.match(keyOf(kind, url));
-  if (kept || kind !== "page") return kept || null;
-  return (await cache.match(url.origin + "/go")) || null;
+  return (await cache.match(keyOf(kind, url))) || null;
 }
 
 function forgetMembers() {
