@@ -64,6 +64,28 @@ func TestRunScript(t *testing.T) {
 
 	tree := linkTree(t, root)
 
+	// run.sh is plain POSIX shell, so that any bash runs it (macOS's is 3.2, which has no
+	// wait -n; Debian packages no bash older than 5.2): dash, Debian's sh, runs it too.
+	t.Run("a POSIX shell", func(t *testing.T) {
+		dash, err := exec.LookPath("dash")
+		if err != nil {
+			t.Fatalf("dash, Debian's /bin/sh, is missing: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, dash, filepath.Join(tree, "run.sh"), "--help")
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "./run.sh --check   start,") || !strings.Contains(string(out), "PARTNERGATE_DEMO_ADMIN_PORT") {
+			t.Errorf("dash run.sh --help = %v:\n%s", err, out)
+		}
+		cmd = exec.CommandContext(ctx, dash, filepath.Join(tree, "run.sh"), "--no-such-flag")
+		out, err = cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "run.sh: unknown argument --no-such-flag (use --check or --help)") {
+			t.Errorf("dash run.sh --no-such-flag = %v, want exit status 2 naming the argument:\n%s", err, out)
+		}
+	})
+
 	t.Run("check on free ports", func(t *testing.T) {
 		data := t.TempDir()
 		// A leftover run.pid naming a live process that is not a run.sh (this test) does

@@ -1,9 +1,12 @@
 package webwrapper
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -54,8 +57,9 @@ func endSessions(t *testing.T, database string) {
 // TestDeviceSignOn is B-SSO's morning: the program's user signs in with the password
 // once; the wrapper ends as at shutdown (SIGTERM) and the night ends every session of the
 // service; the next start is signed in without the password, by the device sign-on,
-// which turned into its next one. close signs out and forgets it: the start after asks
-// for the password.
+// which turned into its next one. A copy of the used one presented again ends it: the
+// next start asks for the password, and that sign-in gets a new one. close signs out and
+// forgets it: the start after asks for the password.
 func TestDeviceSignOn(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, nil)
@@ -90,6 +94,40 @@ func TestDeviceSignOn(t *testing.T) {
 			t.Error("a device sign-on's secret is in a log")
 		}
 	}
+
+	// Someone with a copy of the first, used credential tries it: refused, and the
+	// desktop's device sign-on has ended with it (reuse detection). The next start asks
+	// for the password, and the sign-in gets a new device sign-on.
+	inst, err := d.links().Installation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{"credential": first, "externalUser": external, "installation": inst})
+	res, err := http.Post(s.Gateway.URL+"/app/device/signin", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused struct{ Code string }
+	_ = json.NewDecoder(res.Body).Decode(&refused)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || refused.Code != "device_signon_invalid" {
+		t.Errorf("a used credential again = %d %q, want 401 device_signon_invalid", res.StatusCode, refused.Code)
+	}
+	w.end(t)
+	endSessions(t, s.Database)
+	w = d.start(t, arguments, "signon="+external)
+	p = w.attach(t)
+	p.waitFor(t, "a page after the reuse", pageShown)
+	p.screenshot(t, "after-reuse")
+	if !eval[bool](t, p, `!!document.getElementById("password")`) {
+		w.close(t)
+		t.Fatalf("the start after a used credential came again is signed in as %q, want the sign-in page", p.text(t, "#account"))
+	}
+	if _, _, ok, _ := d.links().Credential(external); ok {
+		t.Error("the refused device sign-on is still kept")
+	}
+	p.signIn(t)
+	d.waitCredential(t, external, second)
 
 	// close signs out and forgets the device sign-on: the next start asks for the
 	// password, though the service's sessions are ended again.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
@@ -28,6 +29,7 @@ type wrapper struct {
 	session string // the desktop session (localsock.Session), which has a profile of its own
 	log     *slog.Logger
 	logs    *logs
+	tell    *teller
 
 	mu     sync.Mutex
 	bounds engine.Bounds // the window's last known bounds, saved at exit
@@ -53,8 +55,8 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	}
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
-		w.log.Error("starting the browser", "error", err)
-		return ExitFailed
+		key, args := startFailure(err)
+		return w.tell.fail(ctx, ExitFailed, key, err, args...)
 	}
 	a := app.New(eng, app.Options{
 		Version:        w.o.Version,
@@ -72,11 +74,10 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 
 	srv, err := pipe.Listen(os.Getpid())
 	if err != nil {
-		w.log.Error("opening the pipe", "error", err)
 		cancel()
 		<-runDone
 		w.shutdown(a)
-		return ExitFailed
+		return w.tell.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", fmt.Errorf("opening the pipe: %w", err))
 	}
 	srv.Logger = w.log
 	pctx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
@@ -111,14 +112,15 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	return ExitOK
 }
 
-// read logs what the provider ignored of a start's command line, and its refusal; it
-// reports whether the start counts.
-func (w *wrapper) read(s provider.Start, err error) bool {
+// read logs what the provider ignored of a start's command line, and its refusal, which
+// the person is told of too; it reports whether the start counts.
+func (w *wrapper) read(ctx context.Context, s provider.Start, err error) bool {
 	for _, m := range s.Warnings {
 		w.log.Warn("arguments", "warning", m)
 	}
 	if err != nil {
 		w.log.Error("arguments: nothing runs", "error", err)
+		w.tell.refused(ctx, w.log, "", err)
 		return false
 	}
 	return true
@@ -138,7 +140,7 @@ func (w *wrapper) applyLater(ctx context.Context, a *app.App, args []string) {
 		w.log.Warn("arguments of another start", "error", err)
 		return
 	}
-	if s, err := p.Read(args); w.read(s, err) {
+	if s, err := p.Read(args); w.read(ctx, s, err) {
 		w.apply(ctx, a, s)
 	}
 }
@@ -154,6 +156,7 @@ func (w *wrapper) apply(ctx context.Context, a *app.App, s provider.Start) {
 	}
 	if err != nil {
 		w.log.Error("arguments: nothing runs", "error", err)
+		w.tell.refused(ctx, w.log, s.XMLPath, err)
 		return
 	}
 	for _, c := range cmds {
