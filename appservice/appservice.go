@@ -111,6 +111,10 @@ type Config struct {
 	// Directories are the OpenID Connect providers staff sign in with (web.Directory);
 	// each one's ClientSecret is read from its ClientSecretEnv when empty. None by default.
 	Directories []web.Directory
+	// EIDProviders are the national electronic IDs members sign in to Go with
+	// (web.EIDProvider); each one's ClientSecret is read from its ClientSecretEnv when
+	// empty. None by default.
+	EIDProviders []web.EIDProvider
 	// DirectoryNow is the clock ID tokens are checked against; time.Now when nil. Only
 	// tests set it (to see a real token expire); no flag does.
 	DirectoryNow func() time.Time
@@ -201,6 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Store: st, UpstreamSecret: []byte(cfg.UpstreamSecret), AppSecret: derive(secret, "web"),
 		PublicURL: cfg.PublicURL, FrameAncestors: cfg.FrameAncestors, HeaderPrefix: cfg.HeaderPrefix, Logger: cfg.Logger,
 		SignInConcurrency: cfg.SignInConcurrency, DatabaseTimeout: cfg.DatabaseTimeout, Directories: directorySecrets(cfg.Directories), DirectoryNow: cfg.DirectoryNow,
+		EIDProviders: eidSecrets(cfg.EIDProviders),
 	})
 	if err != nil {
 		st.Close()
@@ -392,10 +397,21 @@ func ensureInstructor(ctx context.Context, st *store.Store, cfg Config) error {
 // directorySecrets returns ds with each empty client secret read from its environment
 // variable.
 func directorySecrets(ds []web.Directory) []web.Directory {
-	out := slices.Clone(ds)
+	return withSecrets(ds, func(d *web.Directory) (*string, string) { return &d.ClientSecret, d.ClientSecretEnv })
+}
+
+// eidSecrets is directorySecrets for eID providers.
+func eidSecrets(ps []web.EIDProvider) []web.EIDProvider {
+	return withSecrets(ps, func(p *web.EIDProvider) (*string, string) { return &p.ClientSecret, p.ClientSecretEnv })
+}
+
+// withSecrets returns a copy of list with each empty secret (secret names it and its
+// environment variable) read from its environment variable.
+func withSecrets[T any](list []T, secret func(*T) (*string, string)) []T {
+	out := slices.Clone(list)
 	for i := range out {
-		if out[i].ClientSecret == "" && out[i].ClientSecretEnv != "" {
-			out[i].ClientSecret = os.Getenv(out[i].ClientSecretEnv)
+		if s, env := secret(&out[i]); *s == "" && env != "" {
+			*s = os.Getenv(env)
 		}
 	}
 	return out
@@ -404,15 +420,26 @@ func directorySecrets(ds []web.Directory) []web.Directory {
 // ReadDirectories reads a directories file: a JSON array of web.Directory, secrets named
 // by client_secret_env and never in the file.
 func ReadDirectories(path string) ([]web.Directory, error) {
+	return readProviders[web.Directory](path, "directories")
+}
+
+// ReadEIDProviders reads an eID providers file: a JSON array of web.EIDProvider, secrets
+// named by client_secret_env and never in the file.
+func ReadEIDProviders(path string) ([]web.EIDProvider, error) {
+	return readProviders[web.EIDProvider](path, "eid providers")
+}
+
+// readProviders reads a JSON array of T from path, refusing fields T does not know.
+func readProviders[T any](path, what string) ([]T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var ds []web.Directory
+	var list []T
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ds); err != nil {
-		return nil, fmt.Errorf("reading directories %s: %v", path, err)
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("reading %s %s: %v", what, path, err)
 	}
-	return ds, nil
+	return list, nil
 }

@@ -62,7 +62,7 @@ func TestT(t *testing.T) {
 	if got, want := T("xx", "signin.title"), "Sign in"; got != want {
 		t.Errorf("T(xx, signin.title) = %q, want the English %q", got, want)
 	}
-	if got, want := T("en", "shell.signed_in_as", "account", "Ada", "username", "ada"), "Signed in as Ada (ada)"; got != want {
+	if got, want := T("en", "shell.signed_in_as", "account", "Ada", "username", "ada"), "Signed in as Ada (username ada)"; got != want {
 		t.Errorf("T(en, shell.signed_in_as, Ada, ada) = %q, want %q", got, want)
 	}
 	if got := T("de", "no.such.key"); got != "no.such.key" {

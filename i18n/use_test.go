@@ -12,7 +12,8 @@ import (
 )
 
 // sources are the files that use the catalogue: the app service's templates, Go code and
-// page scripts, the case PDF, the gateway's refusal page and the wrapper's download page.
+// page scripts, the case PDF, the gateway's refusal page, the wrapper's download page and
+// what the wrapper tells a person.
 var sources = []struct{ dir, ext string }{
 	{"../appservice/web/templates", ".html"},
 	{"../appservice/web/static", ".js"},
@@ -21,6 +22,7 @@ var sources = []struct{ dir, ext string }{
 	{"../plugins/jwtpartner", ".go"},
 	{"../webwrapper/site", ".html"},
 	{"../webwrapper/site", ".go"},
+	{"../webwrapper/lifecycle", ".go"},
 }
 
 var (

@@ -95,6 +95,18 @@ const (
 	CodeDirectoryUserNotAllowed Code = "directory_user_not_allowed" // a valid ID token whose claims do not entitle the user to the directory's organization
 )
 
+// The app service's national eID sign-in codes (OpenID Connect, /app/eid/{name}/…).
+const (
+	CodeEIDStateInvalid    Code = "eid_state_invalid"     // the callback's state is not this browser's sign-in, was used already or is too old
+	CodeEIDRefused         Code = "eid_refused"           // the provider answered an error, or refused the code (used before, expired)
+	CodeEIDTokenInvalid    Code = "eid_token_invalid"     // the ID token failed verification: signature, issuer, audience (another client id) or nonce
+	CodeEIDTokenExpired    Code = "eid_token_expired"     // the ID token has expired
+	CodeEIDUnavailable     Code = "eid_unavailable"       // the provider does not answer (discovery or code exchange)
+	CodeEIDAssuranceTooLow Code = "eid_assurance_too_low" // the ID token's acr is missing or below the provider's lowest accepted level
+	CodeEIDNumberInvalid   Code = "eid_number_invalid"    // the ID token's number claim is missing or no valid number of the provider's country
+	CodeEIDPersonUnknown   Code = "eid_person_unknown"    // a valid number no member has: no clinic prepared anything for the person
+)
+
 // The app service's desktop sign-on codes (/app/device/…, the desktop wrapper's).
 const (
 	CodeDeviceSignOnInvalid Code = "device_signon_invalid" // no live device sign-on has this secret: unknown, revoked, expired, or a used one presented again
@@ -194,6 +206,15 @@ var kinds = map[Code]kind{
 	CodeDirectoryTokenExpired:   {"Directory answer expired", http.StatusUnauthorized},
 	CodeDirectoryUnavailable:    {"Directory unavailable", http.StatusServiceUnavailable},
 	CodeDirectoryUserNotAllowed: {"Not allowed by this directory", http.StatusForbidden},
+
+	CodeEIDStateInvalid:    {"Sign-in not valid", http.StatusBadRequest},
+	CodeEIDRefused:         {"Sign-in refused", http.StatusUnauthorized},
+	CodeEIDTokenInvalid:    {"Electronic ID answer not valid", http.StatusUnauthorized},
+	CodeEIDTokenExpired:    {"Electronic ID answer expired", http.StatusUnauthorized},
+	CodeEIDUnavailable:     {"Electronic ID unavailable", http.StatusServiceUnavailable},
+	CodeEIDAssuranceTooLow: {"Level of security too low", http.StatusForbidden},
+	CodeEIDNumberInvalid:   {"No usable identity number", http.StatusUnauthorized},
+	CodeEIDPersonUnknown:   {"No plans yet", http.StatusNotFound},
 
 	CodeDeviceSignOnInvalid: {"Desktop sign-on not valid", http.StatusUnauthorized},
 	CodeDeviceSignOnRefused: {"Desktop sign-on refused", http.StatusForbidden},

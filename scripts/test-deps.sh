@@ -29,6 +29,11 @@ command -v xauth >/dev/null 2>&1 || need_apt+=(xauth)
 command -v openbox >/dev/null 2>&1 || need_apt+=(openbox)
 # The wrapper's integration test reads the window's state (minimised, active) with xprop.
 command -v xprop >/dev/null 2>&1 || need_apt+=(x11-utils)
+# The wrapper tells a person why it cannot start with a desktop notification; its test
+# reads what dunst, a notification daemon, showed (dunstctl) on a private session bus.
+command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1 || need_apt+=(dunst)
+command -v dbus-daemon >/dev/null 2>&1 || need_apt+=(dbus)
+command -v dbus-send >/dev/null 2>&1 || need_apt+=(dbus-bin)
 # The desktop wrapper's Windows tests run under Wine (scripts/wine.sh), which needs a small
 # DLL built with MinGW; its MSI is built with wixl and read with msiinfo (msitools).
 command -v wine >/dev/null 2>&1 || need_apt+=(wine wine64)

@@ -396,16 +396,25 @@ FROM persons p JOIN members m ON m.id = ? WHERE p.id = ?`), r.MemberID, r.Person
 			email, name, now, r.AccountID)
 		return err
 	case errors.Is(err, sql.ErrNoRows):
-		// A concurrent first Go link of the member (PostgreSQL) may have made the account since
-		// the lookup: the insert then finds it, and leaves its name and e-mail as they are.
 		r.AccountCreated = true
-		return tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, email, display_name, member_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (member_id) DO UPDATE SET updated_at = accounts.updated_at
-RETURNING id`), RoleMember, email, name, r.MemberID, now, now).Scan(&r.AccountID)
+		r.AccountID, err = s.newMemberAccount(ctx, tx, r.MemberID, email, name, now)
+		return err
 	default:
 		return err
 	}
+}
+
+// newMemberAccount creates the account of memberID with the name and e-mail of one of its
+// records and returns its id. A concurrent first sign-in of the member (PostgreSQL) may
+// have made the account since the caller looked: the insert then finds it, and leaves its
+// name and e-mail as they are.
+func (s *Store) newMemberAccount(ctx context.Context, tx *sql.Tx, memberID int64, email, name string, now int64) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, email, display_name, member_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (member_id) DO UPDATE SET updated_at = accounts.updated_at
+RETURNING id`), RoleMember, email, name, memberID, now, now).Scan(&id)
+	return id, err
 }
 
 // normalizeGender maps a link's or selectperson's gender to the stored values, "" for one

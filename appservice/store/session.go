@@ -190,8 +190,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, p
 // national electronic ID that they are the member: its scope is every organization of the
 // member (ScopeMember), where a link's session sees its own organization's plans only. The
 // session has no organization and no person in focus. A memberAccountID that names no
-// member account with a member is ErrNotFound. No route calls it yet: the national eID
-// sign-in will, once it has matched the eID's number to the member.
+// member account with a member is ErrNotFound. The national eID sign-in calls it through
+// SignInByNationalID, which matches the eID's number to the member first.
 func (s *Store) NationalEIDSignIn(ctx context.Context, memberAccountID int64) (*SignedIn, error) {
 	token, tokenHash, err := newSecret()
 	if err != nil {
@@ -199,26 +199,32 @@ func (s *Store) NationalEIDSignIn(ctx context.Context, memberAccountID int64) (*
 	}
 	out := &SignedIn{Token: token}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE id = ? AND role = ? AND member_id IS NOT NULL`),
-			memberAccountID, RoleMember).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrNotFound
-		}
-		now := s.now()
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, scope, case_id, created_at, expires_at)
-VALUES (?, ?, ?, '', ?, ?)`), tokenHash, memberAccountID, string(ScopeMember), now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
-			return err
-		}
-		out.Session, err = s.readSession(ctx, tx, token)
+		out.Session, err = s.startMemberSession(ctx, tx, token, tokenHash, memberAccountID)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// startMemberSession starts the ScopeMember session of memberAccountID in tx
+// (NationalEIDSignIn).
+func (s *Store) startMemberSession(ctx context.Context, tx *sql.Tx, token, tokenHash string, memberAccountID int64) (*Session, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE id = ? AND role = ? AND member_id IS NOT NULL`),
+		memberAccountID, RoleMember).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, ErrNotFound
+	}
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, scope, case_id, created_at, expires_at)
+VALUES (?, ?, ?, '', ?, ?)`), tokenHash, memberAccountID, string(ScopeMember), now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
+		return nil, err
+	}
+	return s.readSession(ctx, tx, token)
 }
 
 // LoginTarget is whom a login code would sign in, read without using the code.

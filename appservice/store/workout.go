@@ -8,6 +8,39 @@ import (
 	"time"
 )
 
+// The global catalogue and template library (organization_id NULL, migration 0004) are
+// written in English in their own tables, and in the other languages the pages speak in
+// exercise_texts, workout_texts and workout_item_texts (migration 0013), one row per entry
+// and language. A read takes the language of its context (WithLanguage): a global entry
+// shows its text in that language, English where it has none; an organization's own
+// exercises and plans have no such rows and read as their author wrote them.
+
+type languageKey struct{}
+
+// WithLanguage returns ctx with lang, an i18n code, as the language the catalogue's texts
+// are read in: names, instructions, the category, body part and equipment words, and the
+// global templates' titles, notes and their items' loads and notes. Without it they are
+// English.
+func WithLanguage(ctx context.Context, lang string) context.Context {
+	return context.WithValue(ctx, languageKey{}, lang)
+}
+
+// languageOf is the language WithLanguage gave ctx, or "en".
+func languageOf(ctx context.Context) string {
+	if lang, ok := ctx.Value(languageKey{}).(string); ok && lang != "" {
+		return lang
+	}
+	return "en"
+}
+
+// exerciseFrom joins an exercise's texts in one language (the query's first argument) to
+// exercises e; exerciseShown are its columns as they are shown.
+const (
+	exerciseFrom  = `exercises e LEFT JOIN exercise_texts x ON x.exercise_id = e.id AND x.language = ?`
+	exerciseShown = `e.id, COALESCE(x.name, e.name), COALESCE(x.category, e.category), COALESCE(x.body_part, e.body_part),
+	COALESCE(x.equipment, e.equipment), COALESCE(x.instructions, e.instructions)`
+)
+
 // Exercise is an exercise of the global catalogue or of one organization.
 type Exercise struct {
 	ID           int64
@@ -20,6 +53,8 @@ type Exercise struct {
 
 // ExerciseQuery selects exercises: Text matches name, category, body part or equipment
 // (case-insensitive, part of a word); the others match exactly, any case; empty matches all.
+// They match the texts as shown, in the context's language (WithLanguage); Category,
+// BodyPart and Equipment also match the English word a global exercise has.
 type ExerciseQuery struct {
 	Text      string
 	Category  string
@@ -35,23 +70,25 @@ func likePattern(text string) string {
 	return "%" + r.Replace(strings.ToLower(text)) + "%"
 }
 
-// Exercises searches the exercises orgID sees: the global catalogue and its own, by name.
+// Exercises searches the exercises orgID sees: the global catalogue and its own, by name,
+// in the context's language.
 func (s *Store) Exercises(ctx context.Context, orgID int64, q ExerciseQuery) ([]Exercise, error) {
-	where := []string{`(organization_id IS NULL OR organization_id = ?)`}
-	args := []any{orgID}
+	where := []string{`(e.organization_id IS NULL OR e.organization_id = ?)`}
+	args := []any{languageOf(ctx), orgID}
 	if q.Text != "" {
-		where = append(where, `(LOWER(name) LIKE ? ESCAPE '\' OR LOWER(category) LIKE ? ESCAPE '\' OR LOWER(body_part) LIKE ? ESCAPE '\' OR LOWER(equipment) LIKE ? ESCAPE '\')`)
+		where = append(where, `(LOWER(COALESCE(x.name, e.name)) LIKE ? ESCAPE '\' OR LOWER(COALESCE(x.category, e.category)) LIKE ? ESCAPE '\'
+	OR LOWER(COALESCE(x.body_part, e.body_part)) LIKE ? ESCAPE '\' OR LOWER(COALESCE(x.equipment, e.equipment)) LIKE ? ESCAPE '\')`)
 		p := likePattern(q.Text)
 		args = append(args, p, p, p, p)
 	}
-	for col, v := range map[string]string{"category": q.Category, "body_part": q.BodyPart, "equipment": q.Equipment} {
-		if v != "" {
-			where = append(where, `LOWER(`+col+`) = ?`)
-			args = append(args, strings.ToLower(v))
+	for _, f := range []struct{ col, v string }{{"category", q.Category}, {"body_part", q.BodyPart}, {"equipment", q.Equipment}} {
+		if f.v != "" {
+			where = append(where, `(LOWER(COALESCE(x.`+f.col+`, e.`+f.col+`)) = ? OR LOWER(e.`+f.col+`) = ?)`)
+			args = append(args, strings.ToLower(f.v), strings.ToLower(f.v))
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, category, body_part, equipment, instructions FROM exercises
-WHERE `+strings.Join(where, " AND ")+` ORDER BY name, id LIMIT ?`), append(args, clampLimit(q.Limit, 50, 500))...)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+exerciseShown+` FROM `+exerciseFrom+`
+WHERE `+strings.Join(where, " AND ")+` ORDER BY COALESCE(x.name, e.name), e.id LIMIT ?`), append(args, clampLimit(q.Limit, 50, 500))...)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +104,12 @@ WHERE `+strings.Join(where, " AND ")+` ORDER BY name, id LIMIT ?`), append(args,
 	return out, rows.Err()
 }
 
-// Exercise returns an exercise that orgID sees.
+// Exercise returns an exercise that orgID sees, in the context's language.
 func (s *Store) Exercise(ctx context.Context, orgID, id int64) (*Exercise, error) {
-	e := &Exercise{ID: id}
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT name, category, body_part, equipment, instructions FROM exercises
-WHERE id = ? AND (organization_id IS NULL OR organization_id = ?)`), id, orgID).
-		Scan(&e.Name, &e.Category, &e.BodyPart, &e.Equipment, &e.Instructions)
+	e := &Exercise{}
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+exerciseShown+` FROM `+exerciseFrom+`
+WHERE e.id = ? AND (e.organization_id IS NULL OR e.organization_id = ?)`), languageOf(ctx), id, orgID).
+		Scan(&e.ID, &e.Name, &e.Category, &e.BodyPart, &e.Equipment, &e.Instructions)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -123,15 +160,16 @@ type WorkoutQuery struct {
 	Limit        int // at most 500; 100 when not positive
 }
 
-const workoutColumns = `w.id, w.organization_id, COALESCE(o.name, ''), w.title, w.notes, w.is_template, w.person_id, w.owner_account_id,
+const workoutColumns = `w.id, w.organization_id, COALESCE(o.name, ''), COALESCE(wt.title, w.title), COALESCE(wt.notes, w.notes), w.is_template, w.person_id, w.owner_account_id,
 	COALESCE(a.display_name, ''), w.created_at, w.updated_at`
 
-// workoutRows reads the workouts selected by where (on workouts w), with their items and
-// executors.
+// workoutRows reads the workouts selected by where (on workouts w, and wt, their texts in
+// the context's language), with their items and executors.
 func (s *Store) workoutRows(ctx context.Context, q queryer, where string, args ...any) ([]Workout, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT `+workoutColumns+`
 FROM workouts w LEFT JOIN accounts a ON a.id = w.owner_account_id LEFT JOIN organizations o ON o.id = w.organization_id
-WHERE `+where), args...)
+	LEFT JOIN workout_texts wt ON wt.workout_id = w.id AND wt.language = ?
+WHERE `+where), append([]any{languageOf(ctx)}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +206,12 @@ WHERE `+where), args...)
 }
 
 func (s *Store) items(ctx context.Context, q queryer, workoutID int64) ([]Item, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT i.id, i.position, i.sets, i.reps, i.hold_seconds, i.load, i.rest_seconds, i.note,
-	e.id, e.name, e.category, e.body_part, e.equipment, e.instructions
-FROM workout_items i JOIN exercises e ON e.id = i.exercise_id WHERE i.workout_id = ? ORDER BY i.position, i.id`), workoutID)
+	lang := languageOf(ctx)
+	rows, err := q.QueryContext(ctx, s.q(`SELECT i.id, i.position, i.sets, i.reps, i.hold_seconds, COALESCE(it.load, i.load), i.rest_seconds,
+	COALESCE(it.note, i.note), `+exerciseShown+`
+FROM workout_items i LEFT JOIN workout_item_texts it ON it.item_id = i.id AND it.language = ?
+	JOIN exercises e ON e.id = i.exercise_id LEFT JOIN exercise_texts x ON x.exercise_id = e.id AND x.language = ?
+WHERE i.workout_id = ? ORDER BY i.position, i.id`), lang, lang, workoutID)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +254,7 @@ func (s *Store) Workouts(ctx context.Context, orgID int64, q WorkoutQuery) ([]Wo
 		args = append(args, q.ChangedSince.UnixMilli())
 	}
 	if q.Text != "" {
-		where = append(where, `(LOWER(w.title) LIKE ? ESCAPE '\' OR LOWER(w.notes) LIKE ? ESCAPE '\')`)
+		where = append(where, `(LOWER(COALESCE(wt.title, w.title)) LIKE ? ESCAPE '\' OR LOWER(COALESCE(wt.notes, w.notes)) LIKE ? ESCAPE '\')`)
 		p := likePattern(q.Text)
 		args = append(args, p, p)
 	}
@@ -239,8 +280,10 @@ func (s *Store) oneWorkout(ctx context.Context, q queryer, where string, args ..
 
 // CreateWorkout creates a workout plan of orgID for personID, owned by ownerAccountID, or a
 // template of orgID when personID is 0. With templateID (a template orgID sees), the plan
-// starts as a copy of the template's notes and items, and its title when title is empty.
-// Ids of another organization are ErrNotFound.
+// starts as a copy of the template's notes and items, and its title when title is empty: a
+// global template's texts in the context's language (WithLanguage), which the plan then
+// keeps as its own, as its author may change them. The items' exercises are references,
+// read in each reader's language. Ids of another organization are ErrNotFound.
 func (s *Store) CreateWorkout(ctx context.Context, orgID, ownerAccountID, personID, templateID int64, title string) (*Workout, error) {
 	var out *Workout
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

@@ -140,7 +140,11 @@ func (h *Handler) api(allowed who, fn apiFunc) http.Handler {
 				return
 			}
 		}
+		h.setOfflineOwner(w, s)
 		req := &apiRequest{Request: r, w: w, s: s, token: token}
+		// The catalogue's texts (exercise names and instructions, the global templates)
+		// come in the language the pages are written in, as the pages choose it.
+		req.Request = r.WithContext(store.WithLanguage(r.Context(), h.apiLanguage(req)))
 		if changes {
 			if req.body, err = readJSONBody(w, r); err != nil {
 				h.apiError(w, r, err)

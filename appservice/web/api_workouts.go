@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/personspec"
 )
 
@@ -262,6 +264,10 @@ func (h *Handler) apiCreateWorkout(r *apiRequest) (int, any, error) {
 	fe.text("title", in.Title, maxTitle, false)
 	if err := fe.err(); err != nil {
 		return 0, nil, err
+	}
+	if in.TemplateID == 0 && strings.TrimSpace(in.Title) == "" {
+		// An empty plan's title, which its author may change, in the page's language.
+		in.Title = i18n.T(h.apiLanguage(r), "workout.untitled")
 	}
 	w, err := h.cfg.Store.CreateWorkout(r.Context(), r.org(), r.s.Account.ID, in.PersonID, in.TemplateID, in.Title)
 	if err != nil {

@@ -2,21 +2,14 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -128,19 +121,25 @@ type directories struct {
 
 type directory struct {
 	Directory
-	mu       sync.Mutex
-	provider *oidc.Provider
-	logout   string // the end_session_endpoint, when the provider offers RP-initiated logout
+	oidcClient
+}
+
+// directoryRefusals are the directory sign-in's answers to its flow's failures.
+var directoryRefusals = &oidcRefusals{log: "directory sign-in", key: "directory",
+	unavailable:  problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable),
+	stateInvalid: problem.New(problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid),
+	refused:      problem.New(problem.CodeDirectoryRefused, msgDirectoryRefused),
+	tokenInvalid: problem.New(problem.CodeDirectoryTokenInvalid, msgDirectoryTokenInvalid),
+	tokenExpired: problem.New(problem.CodeDirectoryTokenExpired, msgDirectoryTokenExpired),
 }
 
 func newDirectories(ds []Directory) (*directories, error) {
 	out := &directories{byName: map[string]*directory{}}
 	for _, d := range ds {
+		if err := checkClientName("directory", d.Name, out.byName[d.Name] != nil); err != nil {
+			return nil, err
+		}
 		switch {
-		case !directoryName.MatchString(d.Name):
-			return nil, fmt.Errorf("directory name %q: want lower-case letters, digits and '-'", d.Name)
-		case out.byName[d.Name] != nil:
-			return nil, fmt.Errorf("directory %q configured twice", d.Name)
 		case d.Issuer == "" || d.ClientID == "" || d.Partner == "" || d.Label == "":
 			return nil, fmt.Errorf("directory %q needs a label, a partner, an issuer and a client id", d.Name)
 		}
@@ -150,7 +149,9 @@ func newDirectories(ds []Directory) (*directories, error) {
 		if d.UserClaim == "" {
 			d.UserClaim = "preferred_username"
 		}
-		dd := &directory{Directory: d}
+		dd := &directory{Directory: d, oidcClient: oidcClient{base: "/app/directory/" + d.Name, flow: d.Name,
+			issuer: d.Issuer, clientID: d.ClientID, clientSecret: d.ClientSecret,
+			scopes: append([]string{"profile", "email"}, d.Scopes...), refusals: directoryRefusals}}
 		out.byName[d.Name], out.list = dd, append(out.list, dd)
 	}
 	return out, nil
@@ -245,51 +246,6 @@ func (ds *directories) label(e *store.Employee) string {
 	return issuer
 }
 
-// discover returns the directory's provider, fetching its discovery document the first
-// time; a failure is tried again on the next sign-in.
-// discover returns d's provider, or answers 503 directory_unavailable when its discovery
-// document cannot be read (a provider that is down).
-func (h *Handler) discover(w http.ResponseWriter, r *http.Request, d *directory) (*oidc.Provider, bool) {
-	p, err := d.discover(r.Context())
-	if err != nil {
-		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", problem.CodeDirectoryUnavailable, "error", err.Error())
-		w.Header().Set("Retry-After", retryAfter)
-		h.fail(w, problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable))
-		return nil, false
-	}
-	return p, true
-}
-
-func (d *directory) discover(ctx context.Context) (*oidc.Provider, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.provider != nil {
-		return d.provider, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	p, err := oidc.NewProvider(ctx, d.Issuer)
-	if err != nil {
-		return nil, err
-	}
-	var extra struct {
-		EndSession string `json:"end_session_endpoint"`
-	}
-	if err := p.Claims(&extra); err == nil {
-		d.logout = extra.EndSession
-	}
-	d.provider = p
-	return p, nil
-}
-
-func (h *Handler) oauthConfig(d *directory, p *oidc.Provider) *oauth2.Config {
-	return &oauth2.Config{
-		ClientID: d.ClientID, ClientSecret: d.ClientSecret, Endpoint: p.Endpoint(),
-		RedirectURL: h.public.String() + "/app/directory/" + d.Name + "/callback",
-		Scopes:      append([]string{oidc.ScopeOpenID, "profile", "email"}, d.Scopes...),
-	}
-}
-
 // directorySignIn starts a directory sign-in (GET /app/directory/{name}/signin): it sends
 // the browser to the provider's login, with ?signon=<user> as the provider's login_hint.
 // With ?signout=1 it answers the sign-out page instead (directorySignOutPage): the desktop
@@ -304,18 +260,11 @@ func (h *Handler) directorySignIn(w http.ResponseWriter, r *http.Request) {
 		h.directorySignOutPage(w, r, d)
 		return
 	}
-	p, ok := h.discover(w, r, d)
-	if !ok {
-		return
-	}
-	f := directoryFlow{Directory: d.Name, State: randomWord(), Nonce: randomWord(), Verifier: oauth2.GenerateVerifier(),
-		Expires: h.cfg.Now().Add(directoryTTL).Unix()}
-	h.setDirectoryCookie(w, r, h.signFlow(f), int(directoryTTL/time.Second))
-	opts := []oauth2.AuthCodeOption{oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)}
+	var opts []oauth2.AuthCodeOption
 	if hint := strings.TrimSpace(r.URL.Query().Get("signon")); hint != "" && len(hint) <= 256 {
 		opts = append(opts, oauth2.SetAuthURLParam("login_hint", hint))
 	}
-	http.Redirect(w, r, h.oauthConfig(d, p).AuthCodeURL(f.State, opts...), http.StatusSeeOther)
+	h.startFlow(w, r, &d.oidcClient, opts...)
 }
 
 // directoryCallback finishes a directory sign-in (GET /app/directory/{name}/callback): the
@@ -331,66 +280,22 @@ func (h *Handler) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, problem.New(problem.CodeNotFound, ""))
 		return
 	}
-	raw := h.cookie(r, directoryCookie)
-	h.setDirectoryCookie(w, r, "", -1)
-	f, ok := h.openFlow(raw)
-	q := r.URL.Query()
-	if !ok || f.Directory != d.Name || f.User != nil || q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(f.State)) {
-		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid)
-		return
-	}
-	if fresh, err := h.cfg.Store.UseDirectoryState(r.Context(), f.State, time.Unix(f.Expires, 0)); err != nil {
-		pr := h.failure(w, r, "Try again in a moment.")
-		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", pr.Code, "error", err.Error())
-		h.fail(w, pr)
-		return
-	} else if !fresh {
-		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid, "reason", "state_used")
-		return
-	}
-	if q.Get("error") != "" || q.Get("code") == "" {
-		h.directoryRefused(w, d, problem.CodeDirectoryRefused, msgDirectoryRefused)
-		return
-	}
-	p, ok := h.discover(w, r, d)
+	a, ok := h.finishFlow(w, r, &d.oidcClient)
 	if !ok {
 		return
 	}
+	u := d.user(a.id, a.claims)
+	claims := a.claims
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	tok, err := h.oauthConfig(d, p).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))
-	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) {
-			// The provider refused the code: used before, expired, or not ours. Its error
-			// code only (never the code itself) goes to the log.
-			h.log.Info("directory sign-in refused", "directory", d.Name, "outcome", problem.CodeDirectoryRefused, "provider_error", re.ErrorCode)
-			h.fail(w, problem.New(problem.CodeDirectoryRefused, msgDirectoryRefused))
-			return
-		}
-		h.log.Error("directory sign-in failed", "directory", d.Name, "outcome", problem.CodeDirectoryUnavailable, "error", "exchanging the code failed")
-		w.Header().Set("Retry-After", retryAfter)
-		h.fail(w, problem.New(problem.CodeDirectoryUnavailable, msgDirectoryUnavailable))
-		return
-	}
-	rawID, _ := tok.Extra("id_token").(string)
-	u, claims, code := h.verifyIDToken(ctx, d, p, rawID, f.Nonce)
-	if code != "" {
-		detail := msgDirectoryTokenInvalid
-		if code == problem.CodeDirectoryTokenExpired {
-			detail = msgDirectoryTokenExpired
-		}
-		h.directoryRefused(w, d, code, detail)
-		return
-	}
 	// The directory's rule, before anything is stored: a user it does not entitle to the
 	// organization touches no account, membership or session.
 	if ok, missing := d.entitled(claims); !ok {
-		h.directoryRefused(w, d, problem.CodeDirectoryUserNotAllowed, msgDirectoryNotAllowed, "claim", missing)
+		h.refuse(w, &d.oidcClient, problem.New(problem.CodeDirectoryUserNotAllowed, msgDirectoryNotAllowed), "claim", missing)
 		return
 	}
 	if u.Firstname == "" && u.Lastname == "" {
-		h.userInfo(ctx, d, p, tok, &u)
+		h.userInfo(ctx, d, a.provider, a.token, &u)
 	}
 	if cur := h.session(r); cur != nil && !cur.Pending {
 		acct, err := h.cfg.Store.DirectoryAccount(r.Context(), u.Issuer, u.Subject)
@@ -464,36 +369,26 @@ func (h *Handler) directorySwitch(w http.ResponseWriter, r *http.Request) {
 	h.setDirectoryCookie(w, r, "", -1)
 	f, ok := h.openFlow(raw)
 	if !ok || f.Directory != d.Name || f.User == nil || r.PostFormValue("switch") != "yes" {
-		h.directoryRefused(w, d, problem.CodeDirectoryStateInvalid, msgDirectoryStateInvalid)
+		h.refuse(w, &d.oidcClient, directoryRefusals.stateInvalid)
 		return
 	}
 	h.directoryStart(w, r, d, *f.User)
 }
 
-// verifyIDToken checks rawID with go-oidc (signature by the provider's keys, issuer,
-// audience our client id, expiry by the directory clock) and the nonce, and reads the
-// user and the token's claims from it; on failure it returns the refusal's code.
+// verifyIDToken verifies rawID as finishFlow does (verifyToken) and reads the directory
+// user from it; on failure it returns the refusal's code.
 func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provider, rawID, nonce string) (u store.DirectoryUser, claims map[string]any, _ problem.Code) {
-	if rawID == "" {
-		return u, nil, problem.CodeDirectoryTokenInvalid
+	id, claims, code := h.verifyToken(ctx, &d.oidcClient, p, rawID, nonce)
+	if code != "" {
+		return u, nil, problem.Code(code)
 	}
-	v := p.Verifier(&oidc.Config{ClientID: d.ClientID, Now: h.directoryNow})
-	id, err := v.Verify(ctx, rawID)
-	if err != nil {
-		var expired *oidc.TokenExpiredError
-		if errors.As(err, &expired) {
-			return u, nil, problem.CodeDirectoryTokenExpired
-		}
-		return u, nil, problem.CodeDirectoryTokenInvalid
-	}
-	if !hmac.Equal([]byte(id.Nonce), []byte(nonce)) {
-		return u, nil, problem.CodeDirectoryTokenInvalid
-	}
-	if err := id.Claims(&claims); err != nil {
-		return u, nil, problem.CodeDirectoryTokenInvalid
-	}
+	return d.user(id, claims), claims, ""
+}
+
+// user is the directory user a verified ID token names.
+func (d *directory) user(id *oidc.IDToken, claims map[string]any) store.DirectoryUser {
 	str := func(k string) string { s, _ := claims[k].(string); return s }
-	u = store.DirectoryUser{Issuer: id.Issuer, Subject: id.Subject, Username: str(d.UserClaim), Firstname: str("given_name"),
+	u := store.DirectoryUser{Issuer: id.Issuer, Subject: id.Subject, Username: str(d.UserClaim), Firstname: str("given_name"),
 		Lastname: str("family_name"), Partner: d.Partner, PartnerOrgID: d.Organization}
 	if v, _ := claims["email_verified"].(bool); v {
 		// Only shown, prefilled on the first-sight page: never matched against accounts.
@@ -502,7 +397,7 @@ func (h *Handler) verifyIDToken(ctx context.Context, d *directory, p *oidc.Provi
 	if u.Username == "" {
 		u.Username = u.Subject
 	}
-	return u, claims, ""
+	return u
 }
 
 // userInfo fills the names and e-mail the ID token left out (many providers give them
@@ -528,20 +423,6 @@ func (h *Handler) userInfo(ctx context.Context, d *directory, p *oidc.Provider, 
 	}
 }
 
-func (h *Handler) directoryNow() time.Time {
-	if h.cfg.DirectoryNow != nil {
-		return h.cfg.DirectoryNow()
-	}
-	return h.cfg.Now()
-}
-
-// directoryRefused answers a directory sign-in refused for code: a person's page, a log
-// line at info with attrs, without the token, code or state.
-func (h *Handler) directoryRefused(w http.ResponseWriter, d *directory, code problem.Code, detail string, attrs ...any) {
-	h.log.Info("directory sign-in refused", append([]any{"directory", d.Name, "outcome", code}, attrs...)...)
-	h.fail(w, problem.New(code, detail))
-}
-
 // directorySignOutData is what the directory's sign-out page shows.
 type directorySignOutData struct {
 	*directory
@@ -565,14 +446,7 @@ func (h *Handler) directorySignOutPage(w http.ResponseWriter, r *http.Request, d
 		scripts = ownScripts
 	}
 	// The post's answer sends the browser on to the provider's logout: the form may.
-	var targets []string
-	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
-		if u, err := url.Parse(d.logout); err == nil {
-			if o, ok := originOf(u.Scheme, u.Host); ok && !strings.ContainsAny(o, " ;,'") {
-				targets = append(targets, o)
-			}
-		}
-	}
+	targets := d.logoutOrigin(r.Context())
 	w.Header().Set("Content-Security-Policy", h.csp(scripts, h.cfg.FrameAncestors, targets...))
 	h.render(w, http.StatusOK, "directory-signout", data)
 }
@@ -589,69 +463,10 @@ func (h *Handler) directorySignOut(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, "sign-out refused", "Reload the page and try again.") || !h.endSession(w, r) {
 		return
 	}
-	target := "/app/signed-out"
-	if _, err := d.discover(r.Context()); err == nil && d.logout != "" {
-		back := ""
-		if d.PostLogoutRedirect {
-			back = h.public.String() + "/app/signed-out"
-		}
-		if u, ok := logoutURL(d.logout, d.ClientID, back); ok {
-			target = u
-		}
+	back := ""
+	if d.PostLogoutRedirect {
+		back = h.public.String() + "/app/signed-out"
 	}
+	target := d.logoutTarget(r.Context(), "", back, "/app/signed-out")
 	http.Redirect(w, r, target, http.StatusSeeOther)
-}
-
-// logoutURL is the provider's end_session_endpoint with client_id and, when back is set,
-// post_logout_redirect_uri added to the query it may have already (Azure AD B2C's names
-// its policy there); ok is false for an endpoint that is no absolute http(s) URL.
-func logoutURL(endpoint, clientID, back string) (string, bool) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", false
-	}
-	q := u.Query()
-	q.Set("client_id", clientID)
-	if back != "" {
-		q.Set("post_logout_redirect_uri", back)
-	}
-	u.RawQuery = q.Encode()
-	return u.String(), true
-}
-
-func (h *Handler) setDirectoryCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r, directoryCookie), Value: value, Path: "/", HttpOnly: true,
-		Secure: h.https(r), SameSite: http.SameSiteLaxMode, MaxAge: maxAge})
-}
-
-func (h *Handler) flowMAC(payload string) string {
-	m := hmac.New(sha256.New, h.csrfKey)
-	m.Write([]byte("partnergate-directory-flow-v1\x00" + payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func (h *Handler) signFlow(f directoryFlow) string {
-	b, _ := json.Marshal(f)
-	p := base64.RawURLEncoding.EncodeToString(b)
-	return p + "." + h.flowMAC(p)
-}
-
-// openFlow checks the cookie's signature and expiry and returns its content.
-func (h *Handler) openFlow(raw string) (directoryFlow, bool) {
-	var f directoryFlow
-	p, mac, ok := strings.Cut(raw, ".")
-	if !ok || len(raw) > 4000 || !hmac.Equal([]byte(mac), []byte(h.flowMAC(p))) {
-		return f, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil || json.Unmarshal(b, &f) != nil || h.cfg.Now().Unix() >= f.Expires {
-		return f, false
-	}
-	return f, true
-}
-
-func randomWord() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -462,7 +462,7 @@ func TestDirectoryLogoutURL(t *testing.T) {
 		{"/relative/logout", "", "", false},
 		{"javascript:alert(1)", "", "", false},
 	} {
-		got, ok := logoutURL(tc.endpoint, "web", tc.back)
+		got, ok := logoutURL(tc.endpoint, "web", "", tc.back)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("logoutURL(%q, %q) = %q, %v, want %q, %v", tc.endpoint, tc.back, got, ok, tc.want, tc.ok)
 		}

@@ -133,7 +133,13 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 	if !h.endSession(w, r) {
 		return
 	}
-	http.Redirect(w, r, "/app/signed-out", http.StatusSeeOther)
+	target := "/app/signed-out"
+	if eid := h.eidLogout(r.Context(), w, r); eid != "" {
+		// An eID session's sign-out ends the provider's session too, where it offers
+		// RP-initiated logout, and comes back to the Go start page.
+		target = eid
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // endSession deletes the request's session and its cookie. It answers the failure itself

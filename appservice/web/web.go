@@ -63,6 +63,9 @@ type Config struct {
 	// Directories are the OpenID Connect providers that organizations' staff sign in with
 	// (directory.go); none by default.
 	Directories []Directory
+	// EIDProviders are the national electronic IDs members sign in to Go with (eid.go);
+	// none by default.
+	EIDProviders []EIDProvider
 	// DirectoryNow is the clock the directories' ID tokens are checked against; Now when
 	// nil. Tests set it to see a real token expire; no flag sets it.
 	DirectoryNow func() time.Time
@@ -81,6 +84,7 @@ type Handler struct {
 	log       *slog.Logger
 	signIns   *signInGuard
 	dirs      *directories
+	eids      *eidProviders
 	// running counts the routes serveWithDeadline started, which may outlive their request.
 	running sync.WaitGroup
 }
@@ -141,9 +145,13 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	eids, err := newEIDProviders(cfg.EIDProviders)
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{cfg: cfg, public: u, publicOrigin: publicOrigin, mux: http.NewServeMux(), log: cfg.Logger,
 		csrfKey: deriveKey(cfg.AppSecret, "partnergate-csrf-key-v1"), deviceKey: deriveKey(cfg.AppSecret, "partnergate-device-key-v1"),
-		signIns: newSignInGuard(cfg.SignInConcurrency), dirs: dirs}
+		signIns: newSignInGuard(cfg.SignInConcurrency), dirs: dirs, eids: eids}
 
 	h.mux.HandleFunc("/partner/{name}/{endpoint}", h.partnerLink)
 	h.mux.HandleFunc("GET /app/login", h.loginPage)
@@ -157,6 +165,8 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /app/signed-out", h.signedOut)
 	h.mux.HandleFunc("GET /app/directory/{name}/signin", h.directorySignIn)
 	h.mux.HandleFunc("GET /app/directory/{name}/callback", h.directoryCallback)
+	h.mux.HandleFunc("GET /app/eid/{name}/signin", h.eidSignIn)
+	h.mux.HandleFunc("GET /app/eid/{name}/callback", h.eidCallback)
 	h.mux.HandleFunc("POST /app/device/credential", h.deviceIssue)
 	h.mux.HandleFunc("POST /app/device/signin", h.deviceSignIn)
 	h.mux.HandleFunc("POST /app/device/signout", h.deviceSignOut)
@@ -168,6 +178,8 @@ func New(cfg Config) (*Handler, error) {
 	for _, p := range memberViews {
 		h.mux.HandleFunc("GET "+p, h.goShell)
 	}
+	h.mux.HandleFunc("GET /go/manifest.webmanifest", h.goManifest)
+	h.mux.HandleFunc("GET /go/sw.js", h.goWorker)
 	h.mux.Handle(apiPrefix, h.apiRoutes())
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
 	h.mux.HandleFunc("GET /app/messages/{lang}", h.messages)
@@ -217,6 +229,7 @@ const (
 	noScript   scriptPolicy = iota // server-rendered pages
 	ownScripts                     // the site's own script files (the login page)
 	ownApp                         // the site's own modules calling the site's own API (the shell)
+	goApp                          // ownApp, and Go's service worker and manifest (the Go shell)
 )
 
 // csp is the Content-Security-Policy with the given frame-ancestors sources. default-src
@@ -231,6 +244,8 @@ func (h *Handler) csp(scripts scriptPolicy, frameAncestors string, formTargets .
 		src = "script-src 'self'; "
 	case ownApp:
 		src = "script-src 'self'; connect-src 'self'; "
+	case goApp:
+		src = "script-src 'self'; connect-src 'self'; worker-src 'self'; manifest-src 'self'; "
 	}
 	forms := strings.Join(append([]string{"'self'"}, formTargets...), " ")
 	return "default-src 'none'; " + src + "style-src 'self'; img-src 'self'; form-action " + forms + "; base-uri 'none'; frame-ancestors " + frameAncestors

@@ -66,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	deviceIdle := fl.String("device-idle", env("PARTNERGATE_APP_DEVICE_IDLE", "30d"), "`duration` after which a desktop wrapper's unused device sign-on ends, in days (30d) or as 720h, 1 hour to 365 days (env PARTNERGATE_APP_DEVICE_IDLE)")
 	deviceLifetime := fl.String("device-lifetime", env("PARTNERGATE_APP_DEVICE_LIFETIME", "180d"), "`duration` after which a device sign-on ends however often it is used, 1 hour to 730 days and at least -device-idle (env PARTNERGATE_APP_DEVICE_LIFETIME)")
 	directories := fl.String("directories", env("PARTNERGATE_APP_DIRECTORIES", ""), "JSON `file` of the OpenID Connect providers staff sign in with, each secret named by its client_secret_env (env PARTNERGATE_APP_DIRECTORIES; docs/operations.md)")
+	eids := fl.String("eid", env("PARTNERGATE_APP_EID", ""), "JSON `file` of the national electronic IDs members sign in to Go with, each secret named by its client_secret_env (env PARTNERGATE_APP_EID; docs/operations.md)")
 	migrateOnly := fl.Bool("migrate-only", false, "bring the database schema up to date, print its version and exit; needs only -db")
 	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -79,6 +80,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		cfg.Directories = ds
+	}
+	if *eids != "" {
+		ps, err := appservice.ReadEIDProviders(*eids)
+		if err != nil {
+			fmt.Fprintln(stderr, "appservice:", err)
+			return 2
+		}
+		cfg.EIDProviders = ps
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -18,7 +18,6 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -33,7 +32,7 @@ var version = "2.1.5.0"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], lifecycle.Options{Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
 }
@@ -43,10 +42,12 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func run(ctx context.Context, argv []string, stderr io.Writer) int {
-	o := lifecycle.Options{Version: version, Stderr: stderr}
+// run parses argv's flags into o and runs the wrapper; o carries the log's writer and how
+// a person is told of a failure (lifecycle.Options.Alert).
+func run(ctx context.Context, argv []string, o lifecycle.Options) int {
+	o.Version = version
 	fs := flag.NewFlagSet("webwrapper", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(o.Stderr)
 	fs.StringVar(&o.AppURL, "app-url", "", "the first page, instead of the AppUrl setting")
 	fs.StringVar(&o.Browser, "browser", "", "the browser's executable, instead of searching for one")
 	fs.StringVar(&o.Profile, "profile", "", "the browser profile folder, instead of the user's")

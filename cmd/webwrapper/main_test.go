@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/partnergate/partnergate/internal/wintest"
+	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/lifecycle"
 )
 
@@ -23,13 +24,19 @@ func TestFlags(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
+		told int // a bad flag is the caller's (a script's, a test's), not a person's
 	}{
-		{[]string{"-no-such-flag"}, "flag provided but not defined"},
-		{[]string{"-browser", "/nowhere", "provider=Nope.Component, Nope"}, "unknown protocol provider"},
+		{[]string{"-no-such-flag"}, "flag provided but not defined", 0},
+		{[]string{"-browser", "/nowhere", "provider=Nope.Component, Nope"}, "unknown protocol provider", 1},
 	} {
 		var stderr bytes.Buffer
-		if code := run(context.Background(), tt.args, &stderr); code != lifecycle.ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+		told := 0
+		o := lifecycle.Options{Stderr: &stderr, Alert: func(context.Context, alert.Message) error { told++; return nil }}
+		if code := run(context.Background(), tt.args, o); code != lifecycle.ExitUsage || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("run(%q) = %d, %q; want %d and %q", tt.args, code, stderr.String(), lifecycle.ExitUsage, tt.want)
+		}
+		if want := tt.told; told != want {
+			t.Errorf("run(%q) told the person %d times, want %d", tt.args, told, want)
 		}
 	}
 }

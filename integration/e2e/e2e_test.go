@@ -26,8 +26,10 @@ import (
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/harness/browser"
+	"github.com/partnergate/partnergate/internal/linkflow"
 	"github.com/partnergate/partnergate/internal/testpayload"
 	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/partnerkit"
 )
 
 const (
@@ -117,19 +119,43 @@ func (s *stack) formPage(t *testing.T, site *httptest.Server, tok string, frame 
 	return site.URL + path
 }
 
-// linkURL sends a token to /url as a partner's back end would and returns the login URL.
+// linkURL signs payload as the partner (with the harness's key, which signs any payload:
+// the gateway drops a malformed optional value that the partner kit would refuse to sign)
+// and sends it to /url as a partner's back end would (internal/linkflow, as ./run.sh
+// --check does), and returns the login URL.
 func (s *stack) linkURL(t *testing.T, payload map[string]any) string {
 	t.Helper()
 	tok := s.key.Sign(t, harness.Token{Issuer: issuer, Audience: audience, Payload: payload})
-	res := s.gateway.PostURL(t, "demo", tok)
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("POST /partner/demo/url = %d %s", res.StatusCode, res.Body)
-	}
-	u := strings.TrimSpace(string(res.Body))
-	if !strings.HasPrefix(u, s.gateway.URL+"/app/login?code=") {
-		t.Fatalf("/url answered %q, want a login URL on %s", u, s.gateway.URL)
+	u, err := linkflow.Send(context.Background(), s.partnerClient(t), tok)
+	if err != nil {
+		t.Fatalf("sending a link: %v", err)
 	}
 	return u
+}
+
+// partnerClient is the partner kit's client of the stack's partner, signing with its key.
+func (s *stack) partnerClient(t *testing.T) *partnerkit.Client {
+	t.Helper()
+	signer, err := partnerkit.NewSigner(s.key.Private, s.key.Kid, s.key.Alg, issuer, audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &partnerkit.Client{Gateway: s.gateway.URL, Partner: "demo", Signer: signer,
+		HTTPClient: &http.Client{Transport: s.gateway.Transport, Timeout: 30 * time.Second}}
+}
+
+// partnerPayload is payload as the partner kit reads it.
+func partnerPayload(t *testing.T, payload map[string]any) *partnerkit.Payload {
+	t.Helper()
+	data, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partnerkit.ParsePayload(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // newBrowser starts a headless chromium with a fresh profile; the browser ends with the test.

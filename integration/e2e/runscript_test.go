@@ -3,16 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/freeport"
 	"github.com/partnergate/partnergate/internal/harness"
+	"github.com/partnergate/partnergate/internal/linkflow"
 )
 
 // TestRunScript runs ./run.sh as a person does, on free ports and temporary data folders:
@@ -65,6 +63,28 @@ func TestRunScript(t *testing.T) {
 	})
 
 	tree := linkTree(t, root)
+
+	// run.sh is plain POSIX shell, so that any bash runs it (macOS's is 3.2, which has no
+	// wait -n; Debian packages no bash older than 5.2): dash, Debian's sh, runs it too.
+	t.Run("a POSIX shell", func(t *testing.T) {
+		dash, err := exec.LookPath("dash")
+		if err != nil {
+			t.Fatalf("dash, Debian's /bin/sh, is missing: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, dash, filepath.Join(tree, "run.sh"), "--help")
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "./run.sh --check   start,") || !strings.Contains(string(out), "PARTNERGATE_DEMO_ADMIN_PORT") {
+			t.Errorf("dash run.sh --help = %v:\n%s", err, out)
+		}
+		cmd = exec.CommandContext(ctx, dash, filepath.Join(tree, "run.sh"), "--no-such-flag")
+		out, err = cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "run.sh: unknown argument --no-such-flag (use --check or --help)") {
+			t.Errorf("dash run.sh --no-such-flag = %v, want exit status 2 naming the argument:\n%s", err, out)
+		}
+	})
 
 	t.Run("check on free ports", func(t *testing.T) {
 		data := t.TempDir()
@@ -211,42 +231,29 @@ func goLinkShowsPlan(t *testing.T, tree, out string) {
 		t.Fatalf("%s = %v", command, err)
 	}
 	login, err := neturl.Parse(strings.TrimSpace(string(url)))
-	if err != nil {
+	if err != nil || login.Path != "/app/login" {
 		t.Fatalf("%s printed %q, not a login URL", command, url)
 	}
-	// The login page, then its form's post of the one-time code, as a browser new to the
-	// member's account does when the person answers its question with Continue.
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	res, err := client.Get(login.String())
+	// A browser new to the member's account, whose person answers its question with
+	// Continue (internal/linkflow, which run.sh --check walks too).
+	b, err := linkflow.NewBrowser(login.Scheme+"://"+login.Host, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]*)"`).FindSubmatch(page)
-	if res.StatusCode != http.StatusOK || csrf == nil {
-		t.Fatalf("the Go login URL answered %d without the login form:\n%s", res.StatusCode, page)
-	}
-	res, err = client.PostForm(login.ResolveReference(&neturl.URL{Path: "/app/login"}).String(),
-		neturl.Values{"code": {login.Query().Get("code")}, "csrf": {string(csrf[1])}, "action": {"continue"}})
+	ctx := context.Background()
+	page, err := b.OpenLogin(ctx, login.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/go" {
-		t.Fatalf("the Go login led to %d %s, want 200 /go", res.StatusCode, res.Request.URL)
+	if page.Status != http.StatusOK || page.Path() != "/go" {
+		t.Fatalf("the Go login led to %s, want 200 /go", page)
 	}
-	req, _ := http.NewRequest(http.MethodGet, login.ResolveReference(&neturl.URL{Path: "/app/api/me/workouts"}).String(), nil)
-	req.Header.Set("Accept", "application/json")
-	res, err = client.Do(req)
+	plans, err := b.MyPlans(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Knee rehabilitation, week 1"`) || !strings.Contains(string(body), `"exerciseCount":`) {
-		t.Errorf("GET /app/api/me/workouts as the demo member = %d %s, want the plan Knee rehabilitation, week 1", res.StatusCode, body)
+	if len(plans) != 1 || plans[0].Name != "Knee rehabilitation, week 1" || plans[0].ExerciseCount == 0 {
+		t.Errorf("the demo member's plans = %+v, want the plan Knee rehabilitation, week 1 with its exercises", plans)
 	}
 }
 
@@ -298,7 +305,8 @@ func refusedBeforeStart(t *testing.T, tree string, p ports, busy int, what, vari
 	if canName() && !strings.Contains(out, fmt.Sprintf("(pid %d)", os.Getpid())) {
 		t.Errorf("run.sh does not name the holder, this test (pid %d):\n%s", os.Getpid(), out)
 	}
-	for _, name := range []string{"caddy", "bin", "data"} {
+	// run.sh's own command, bin/demo, is built before it can check anything; nothing else.
+	for _, name := range []string{"caddy", "bin/appservice", "bin/partnerlink", "data"} {
 		if _, err := os.Stat(filepath.Join(tree, name)); !os.IsNotExist(err) {
 			t.Errorf("%s exists after the refusal (%v): run.sh went on", name, err)
 		}
@@ -328,7 +336,7 @@ func canName() bool {
 }
 
 // operatorCaddyfile is Caddyfile.example for the given ports and key set, as an operator
-// would adapt it.
+// would adapt it: its placeholders replaced by the values.
 func operatorCaddyfile(t *testing.T, root string, p ports, jwks string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "Caddyfile.example"))
@@ -337,14 +345,13 @@ func operatorCaddyfile(t *testing.T, root string, p ports, jwks string) string {
 	}
 	text := string(raw)
 	for _, r := range []struct{ old, new string }{
-		{"localhost:8080", "localhost:" + strconv.Itoa(p.gateway)},
-		{"http://:8080", "http://:" + strconv.Itoa(p.gateway)},
-		{"127.0.0.1:9080", "127.0.0.1:" + strconv.Itoa(p.app)},
-		{"localhost:2019", "127.0.0.1:" + strconv.Itoa(p.admin)},
-		{"./data/demo/jwks.json", jwks},
+		{"{$PARTNERGATE_DEMO_PORT:8080}", strconv.Itoa(p.gateway)},
+		{"{$PARTNERGATE_DEMO_APP_PORT:9080}", strconv.Itoa(p.app)},
+		{"{$PARTNERGATE_DEMO_ADMIN_PORT:2019}", strconv.Itoa(p.admin)},
+		{"{$PARTNERGATE_DEMO_DATA:./data}/demo/jwks.json", jwks},
 	} {
 		if !strings.Contains(text, r.old) {
-			t.Fatalf("Caddyfile.example has no %q: update this test and run.sh together", r.old)
+			t.Fatalf("Caddyfile.example has no %q: update this test and cmd/demo together", r.old)
 		}
 		text = strings.ReplaceAll(text, r.old, r.new)
 	}

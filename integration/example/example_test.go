@@ -45,8 +45,8 @@ type example struct {
 	site string // the desktop wrapper's site folder, ./data/webwrapper
 }
 
-// startExample starts Caddyfile.example with its addresses replaced as run.sh replaces
-// them, and the demo partner's key file made by the test.
+// startExample starts Caddyfile.example with its placeholders filled with the test's
+// addresses, and the demo partner's key file made by the test.
 func startExample(t *testing.T) *example {
 	t.Helper()
 	root, err := harness.ModuleRoot()
@@ -62,20 +62,20 @@ func startExample(t *testing.T) *example {
 		t.Fatal(err)
 	}
 	text := string(raw)
+	// The placeholders run.sh fills from its environment (cmd/demo), filled here with the
+	// test's own servers.
 	for _, r := range []struct{ old, new string }{
-		{"localhost:8080", "localhost:{{.Port}}"},
-		{"127.0.0.1:9080", "{{.Vars.upstream}}"},
-		{"localhost:2019", "{{.Admin}}"},
-		{"./data/demo/jwks.json", "{{.Vars.jwks}}"},
-		{"./data/webwrapper", "{{.Vars.site}}"},
+		{"{$PARTNERGATE_DEMO_PORT:8080}", "{{.Port}}"},
+		{"127.0.0.1:{$PARTNERGATE_DEMO_APP_PORT:9080}", "{{.Vars.upstream}}"},
+		{"localhost:{$PARTNERGATE_DEMO_ADMIN_PORT:2019}", "{{.Admin}}"},
+		{"{$PARTNERGATE_DEMO_DATA:./data}/demo/jwks.json", "{{.Vars.jwks}}"},
+		{"{$PARTNERGATE_DEMO_DATA:./data}/webwrapper", "{{.Vars.site}}"},
 	} {
 		if !strings.Contains(text, r.old) {
-			t.Fatalf("Caddyfile.example has no %q: update this test and run.sh together", r.old)
+			t.Fatalf("Caddyfile.example has no %q: update this test and cmd/demo together", r.old)
 		}
 		text = strings.ReplaceAll(text, r.old, r.new)
 	}
-	// The catch-all site for other hosts (finding 10); absent before it was added.
-	text = strings.ReplaceAll(text, "http://:8080", "http://:{{.Port}}")
 
 	up := harness.NewUpstream(t)
 	jwks := harness.WriteJWKS(t, t.TempDir(), harness.NewKey(t, "ES256", "demo-1"))

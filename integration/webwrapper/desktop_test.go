@@ -43,7 +43,10 @@ type desktop struct {
 	tmp     string
 	exe     string
 	stack   *appstack.Stack
-	noDebug bool // the wrapper runs without Debug, so without the DevTools port
+	noDebug bool   // the wrapper runs without Debug, so without the DevTools port
+	bus     string // the session bus's address (notifications), "" for none
+	lastID  int64  // the newest notification the test has read
+	path    string // PATH in the session, "" for the test's
 }
 
 // newDesktop starts the display and installs the wrapper with the application settings
@@ -54,7 +57,9 @@ func newDesktop(t *testing.T, s *appstack.Stack, settings map[string]string) *de
 	if pkgs := missing(map[string]string{"Xvfb": "xvfb", "xauth": "xauth", "openbox": "openbox", "xprop": "x11-utils", "chromium": "chromium"}); len(pkgs) > 0 {
 		t.Fatalf("the wrapper's integration test needs a display and a browser: apt-get install -y %s (scripts/test-deps.sh does)", strings.Join(pkgs, " "))
 	}
-	checkDebugPortFree(t)
+	if settings["Debug"] != "False" {
+		checkDebugPortFree(t) // the wrapper's DevTools port is the machine's one
+	}
 	root := t.TempDir()
 	d := &desktop{
 		home:    filepath.Join(root, "home"),
@@ -72,8 +77,12 @@ func newDesktop(t *testing.T, s *appstack.Stack, settings map[string]string) *de
 
 	d.exe = filepath.Join(root, "app", "webwrapper")
 	copyFile(t, harness.Binary(t, "./cmd/webwrapper"), d.exe)
+	appURL := "http://127.0.0.1:9/app/signin" // no service: a test of a wrapper that cannot start
+	if s != nil {
+		appURL = s.Gateway.URL + "/app/signin"
+	}
 	all := map[string]string{
-		"AppUrl":          s.Gateway.URL + "/app/signin",
+		"AppUrl":          appURL,
 		"Debug":           "True",
 		"CheckForUpdates": "False",
 		"Maximized":       "False",
@@ -118,8 +127,12 @@ func (d *desktop) otherSession(t *testing.T, settings map[string]string) *deskto
 // env is the environment of the wrapper and its helpers in this session.
 func (d *desktop) env() []string {
 	root := filepath.Dir(d.home)
-	return []string{
-		"PATH=" + os.Getenv("PATH"),
+	path := os.Getenv("PATH")
+	if d.path != "" {
+		path = d.path
+	}
+	env := []string{
+		"PATH=" + path,
 		"DISPLAY=" + d.display,
 		"HOME=" + d.home,
 		"XDG_CONFIG_HOME=" + filepath.Join(root, "config"),
@@ -129,6 +142,10 @@ func (d *desktop) env() []string {
 		"TMPDIR=" + d.tmp,
 		"LANG=C.UTF-8",
 	}
+	if d.bus != "" {
+		env = append(env, "DBUS_SESSION_BUS_ADDRESS="+d.bus)
+	}
+	return env
 }
 
 // startDisplay starts Xvfb on a free display (-displayfd) and openbox on it, and waits

@@ -3,11 +3,14 @@ package webwrapper
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/partnergate/partnergate/i18n"
 )
 
 // close ends the wrapper over the pipe and waits for it to exit 0.
@@ -126,6 +129,7 @@ func inputXML(attrs, customNo, first, last, born string) string {
 func TestInputXML(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, nil)
+	d.notifications(t)
 	w, p := signedIn(t, d)
 
 	file := filepath.Join(d.home, "export", "input.xml")
@@ -171,6 +175,17 @@ func TestInputXML(t *testing.T) {
 	w.callJSON(t, "getlistofusers", map[string]any{"customid": "5007"}, &ivar)
 	if len(ivar) != 0 {
 		t.Errorf("getlistofusers customid=5007 = %+v, want nobody: the file without born runs nothing", ivar)
+	}
+	// The person is told, once (the good files tell nothing): the file kept, what to do,
+	// the reason, and none of its values.
+	n := d.shown(t, 1)[0]
+	if want := i18n.T("en", "webwrapper.alert.refused_xml", "file", bad); !strings.HasPrefix(n.Body, want) || !strings.Contains(n.Body, "born") {
+		t.Errorf("the desktop showed\n%s\nwant first\n%s\nand the reason (born)", n.Body, want)
+	}
+	for _, v := range []string{"5007", "Ivar", "Ås"} {
+		if strings.Contains(n.Body, v) {
+			t.Errorf("the notification holds the person's %q:\n%s", v, n.Body)
+		}
 	}
 	w.close(t)
 	d.checkNoPersonalData(t, w, "Åsa", "Ørnø", "Åke", "Öberg", "Ivar", "Ødegård", "1950-07-01")

@@ -43,6 +43,9 @@ type Options struct {
 	Relaunch func(ctx context.Context) (engine.Engine, error)
 	// Links are the single sign-on links; nil when RememberLoggedInUser is off.
 	Links *signon.Store
+	// Device is the device sign-on kept with the links, which the next start signs in
+	// with; nil without one (RememberLoggedInUser off).
+	Device *signon.Device
 	// SignOutURL, when set (the AdfsUrl setting with signout=1), is where the window goes
 	// to sign out: the directory sign-in's sign-out, which ends the service session and the
 	// directory's. Empty: the page's own sign-out.
@@ -73,6 +76,8 @@ type App struct {
 
 	closing   chan struct{} // closed by close: waiting commands end, Run returns
 	closeOnce sync.Once
+	issuing   int        // device sign-ons being asked for, under mu
+	issued    *sync.Cond // on mu, signalled when issuing drops to 0
 }
 
 type account struct {
@@ -100,7 +105,7 @@ func New(eng engine.Engine, o Options) *App {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &App{
+	a := &App{
 		o:        o,
 		jobs:     make(chan job),
 		done:     make(chan struct{}),
@@ -110,6 +115,8 @@ func New(eng engine.Engine, o Options) *App {
 		closedCh: make(chan engine.Engine, 1),
 		closing:  make(chan struct{}),
 	}
+	a.issued = sync.NewCond(&a.mu)
+	return a
 }
 
 // Run reads the page's events and runs the queued commands in order. It returns when ctx
@@ -216,7 +223,7 @@ func (a *App) watch(ctx context.Context, eng engine.Engine) {
 	for {
 		select {
 		case ev := <-eng.Events():
-			a.event(ev)
+			a.event(ctx, eng, ev)
 		case <-eng.Closed():
 			select {
 			case a.closedCh <- eng:
@@ -229,8 +236,8 @@ func (a *App) watch(ctx context.Context, eng engine.Engine) {
 	}
 }
 
-// event follows the sign-in state the page reports.
-func (a *App) event(ev engine.Event) {
+// event follows the sign-in state the page reports on eng.
+func (a *App) event(ctx context.Context, eng engine.Engine, ev engine.Event) {
 	switch ev.Name {
 	case "signedIn":
 		var d struct {
@@ -241,20 +248,77 @@ func (a *App) event(ev engine.Event) {
 		}
 		a.mu.Lock()
 		a.account = d.Account
+		external := a.external
 		a.mu.Unlock()
-		a.setSignedIn(a.linkFits(d.Account))
+		fits := a.linkFits(d.Account)
+		a.setSignedIn(fits)
+		if fits && external != "" && d.Account.ID != 0 && a.o.Device != nil {
+			// The page's sign-in asks for the device sign-on, which the wrapper gets with
+			// the session's token: the page never sees it.
+			a.mu.Lock()
+			a.issuing++
+			a.mu.Unlock()
+			go func() {
+				defer func() {
+					a.mu.Lock()
+					if a.issuing--; a.issuing == 0 {
+						a.issued.Broadcast()
+					}
+					a.mu.Unlock()
+				}()
+				a.issue(ctx, eng, external, d.Account)
+			}()
+		}
 	case "signedOut":
 		a.mu.Lock()
 		external := a.external
 		a.account = account{}
 		a.mu.Unlock()
-		// Signing out ends the external user's link, so that the next sign-in links anew.
-		if external != "" && a.o.Links != nil {
-			if err := a.o.Links.Forget(external); err != nil {
-				a.o.Logger.Error("forgetting the sign-on link", "error", err)
-			}
-		}
+		// Signing out ends the external user's link and its device sign-on, so that the
+		// next sign-in links anew and the next start asks for the password.
+		a.forget(ctx, external)
 		a.setSignedIn(false)
+	}
+}
+
+// issue asks for the device sign-on of external's link to acc with eng's session.
+func (a *App) issue(ctx context.Context, eng engine.Engine, external string, acc account) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.o.Wait)
+	defer cancel()
+	cookies, err := eng.Cookies(ctx)
+	if err != nil {
+		a.o.Logger.Warn("reading the session for the device sign-on", "error", err)
+		return
+	}
+	a.o.Device.Issued(ctx, external, signon.Link{AccountID: acc.ID, Username: acc.Username, LinkedAt: time.Now().UTC()},
+		signon.SessionToken(cookies))
+}
+
+// forget ends external's link and its device sign-on at the service.
+func (a *App) forget(ctx context.Context, external string) {
+	if external == "" {
+		return
+	}
+	if a.o.Device != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.o.Wait)
+		defer cancel()
+		a.o.Device.Forget(ctx, external)
+		return
+	}
+	if a.o.Links != nil {
+		if err := a.o.Links.Forget(external); err != nil {
+			a.o.Logger.Error("forgetting the sign-on link", "error", err)
+		}
+	}
+}
+
+// Wait waits for the device sign-ons being asked for, so that a wrapper ending right
+// after a sign-in keeps the one it got.
+func (a *App) Wait() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.issuing > 0 {
+		a.issued.Wait()
 	}
 }
 
@@ -338,11 +402,8 @@ func (a *App) close(ctx context.Context) {
 		}
 		cancel()
 	}
-	if external != "" && a.o.Links != nil {
-		if err := a.o.Links.Forget(external); err != nil {
-			a.o.Logger.Error("forgetting the sign-on link", "error", err)
-		}
-	}
+	a.Wait() // a device sign-on being issued is ended with the rest
+	a.forget(ctx, external)
 	a.setSignedIn(false)
 	a.closeOnce.Do(func() { close(a.closing) })
 }

@@ -96,6 +96,7 @@ func TestDefaults(t *testing.T) {
 		AppUrl:                "http://localhost:8080/app/signin",
 		Culture:               "",
 		Debug:                 "False",
+		Log:                   "False",
 		ProtocolProvider:      "Svc.Desktop.Legacy3.Component, Svc.Desktop",
 		RememberLoggedInUser:  "True",
 		SignonWithWindowsUser: "False",
@@ -115,8 +116,8 @@ func TestDefaults(t *testing.T) {
 	if p := c.Problems(); len(p) != 0 {
 		t.Errorf("Problems() = %v, want none", p)
 	}
-	if len(settings) != 19 {
-		t.Errorf("%d settings, want the 17 of the spec's tables, DistributorName and UpdateSite", len(settings))
+	if len(settings) != 20 {
+		t.Errorf("%d settings, want the 17 of the spec's tables, DistributorName, Log and UpdateSite", len(settings))
 	}
 }
 

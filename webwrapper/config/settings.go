@@ -1,7 +1,8 @@
 package config
 
 // The settings of the interface's two tables (B-CFG-USER, B-CFG-APP), DistributorName,
-// which the original's readme knows, and UpdateSite, the update site ({webwrapper_site})
+// which the original's readme knows, Log, the original's own setting of its log file, and
+// UpdateSite, the update site ({webwrapper_site})
 // under which UpdatePath names the channel. Any setting may be given in either file; a
 // non-blank user value wins.
 const (
@@ -20,6 +21,7 @@ const (
 	AppUrl                = "AppUrl"
 	Culture               = "Culture"
 	Debug                 = "Debug"
+	Log                   = "Log"
 	ProtocolProvider      = "ProtocolProvider"
 	RememberLoggedInUser  = "RememberLoggedInUser"
 	SignonWithWindowsUser = "SignonWithWindowsUser"
@@ -61,6 +63,7 @@ var settings = map[string]setting{
 	AppUrl:                {"http://localhost:8080/app/signin", kindString},
 	Culture:               {"", kindString},
 	Debug:                 {"False", kindBool},
+	Log:                   {"False", kindBool},
 	ProtocolProvider:      {"Svc.Desktop.Legacy3.Component, Svc.Desktop", kindString},
 	RememberLoggedInUser:  {"True", kindBool},
 	SignonWithWindowsUser: {"False", kindBool},

@@ -138,6 +138,10 @@ func (c *Chrome) start(ctx context.Context, o Options) error {
 		}
 		go c.keepSession(path, c.sessionOps)
 	}
+	// A device sign-on's session replaces a kept one.
+	if err := setCookies(sctx, c.origin, o.Cookies); err != nil {
+		return fmt.Errorf("setting the device sign-on's session: %w", err)
+	}
 	// A binding without an execution context is added to every document the target
 	// loads from now on, before the document's scripts run.
 	if _, err := chromedp.Call(sctx, runtime.AddBinding, runtime.AddBindingParams{Name: hostBinding}); err != nil {

@@ -363,3 +363,77 @@ func TestOriginOf(t *testing.T) {
 		}
 	}
 }
+
+// TestChromeCookies: the cookies of Options (a device sign-on's session) are set for the
+// service before its first page, HttpOnly as the service set them, and Cookies reads them
+// back though no script of the page can.
+func TestChromeCookies(t *testing.T) {
+	c, _ := startChrome(t, Options{Cookies: []*http.Cookie{
+		{Name: "pg_session", Value: "token-1", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode},
+		{Name: "gone", Value: "x", MaxAge: -1},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := c.Cookies(ctx)
+	if err != nil {
+		t.Fatalf("Cookies: %v", err)
+	}
+	var names []string
+	for _, k := range got {
+		names = append(names, k.Name)
+		if k.Name == "pg_session" && (k.Value != "token-1" || !k.HttpOnly || k.Domain != "127.0.0.1") {
+			t.Errorf("pg_session = %+v; want token-1, HttpOnly, host-only on 127.0.0.1", k)
+		}
+	}
+	if !slices.Contains(names, "pg_session") || slices.Contains(names, "gone") {
+		t.Errorf("the service's cookies are %q; want pg_session and not the deleting one", names)
+	}
+	visible, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(visible, "token-1") {
+		t.Errorf("the page's script reads %q: the session must stay HttpOnly", visible)
+	}
+}
+
+// TestChromeCookiesHTTPS: over HTTPS the service's session cookie is __Host-, Secure,
+// SameSite=None and Partitioned (appservice/web/cookie.go); set from a device sign-on's
+// answer it goes with the window's first request, as the cookie the page's own sign-in
+// would have set does.
+func TestChromeCookiesHTTPS(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium not found at %s", chromiumPath)
+	}
+	sent := make(chan string, 16)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			sent <- r.Header.Get("Cookie")
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><title>service</title>"))
+	}))
+	defer srv.Close()
+	dir := wintest.TempDir(t)
+	t.Setenv("TMPDIR", dir)
+	c := NewChrome()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := c.Start(ctx, Options{URL: srv.URL + "/", ProfileDir: dir + "/profile", Browser: chromiumPath,
+		// The test server's certificate is its own; the cookie's rules are what is tested.
+		ExtraFlags: []string{"--headless", "--ignore-certificate-errors", "--disable-gpu", "--disable-dev-shm-usage"},
+		Cookies: []*http.Cookie{{Name: "__Host-pg_session", Value: "token-2", Path: "/", Secure: true, HttpOnly: true,
+			SameSite: http.SameSiteNoneMode, Partitioned: true}}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case got := <-sent:
+		if !strings.Contains(got, "__Host-pg_session=token-2") {
+			t.Errorf("the first request's cookies = %q; want the device sign-on's session", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the window requested no page")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// in, so that a window opened again on the profile comes back signed in
 	// (RememberLoggedInUser).
 	KeepSession bool
+	// Cookies are set for ServiceURL before the first page loads, over a kept session's:
+	// the session a device sign-on started (webwrapper/signon), as the service set them.
+	Cookies []*http.Cookie
 	// SessionKey names the kept session (one per external user of the single sign-on);
 	// empty is the one session of a wrapper without an external user.
 	SessionKey string
@@ -74,6 +78,10 @@ type Engine interface {
 	Call(ctx context.Context, fn string, args []any, result any) error
 	// Events delivers the page's host events in order.
 	Events() <-chan Event
+	// Cookies returns the browser's cookies of the service (ServiceURL), HttpOnly ones
+	// too, which no script of the page can read: the wrapper takes the session's token
+	// from them for the device sign-on.
+	Cookies(ctx context.Context) ([]*http.Cookie, error)
 	// Navigate opens url in the window.
 	Navigate(ctx context.Context, url string) error
 	// Minimize minimizes the window (the pipe's hide).

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 )
 
 // FindBrowser finds a Chromium-family browser: on Windows Chrome, then Edge (Edge first
@@ -13,7 +15,7 @@ import (
 // each where its installer registered it (the App Paths key of the current user, then of
 // the machine, as the Windows shell finds chrome.exe and msedge.exe), then on PATH, then
 // in its usual folders; elsewhere Debian's chromium first. Without any, the wrapper cannot
-// start: the error names the browsers it looked for.
+// start: the error, an ErrNoBrowser, names the browsers it looked for.
 func FindBrowser(preferEdge bool) (string, error) {
 	for _, c := range candidates(runtime.GOOS, preferEdge, os.Getenv, appPath) {
 		if p, err := exec.LookPath(c); err == nil {
@@ -21,9 +23,21 @@ func FindBrowser(preferEdge bool) (string, error) {
 		}
 	}
 	if runtime.GOOS == "windows" {
-		return "", errors.New("finding a browser: neither Microsoft Edge nor Google Chrome is installed (App Paths, PATH, Program Files, LocalAppData)")
+		return "", fmt.Errorf("finding a browser: %w (App Paths, PATH, Program Files, LocalAppData)", ErrNoBrowser)
 	}
-	return "", errors.New("finding a browser: no Chromium, Chrome or Edge is installed")
+	return "", fmt.Errorf("finding a browser: %w", ErrNoBrowser)
+}
+
+// ErrNoBrowser is FindBrowser's error when none of the browsers the wrapper can use is
+// installed, Browsers.
+var ErrNoBrowser = errors.New("neither " + strings.Join(Browsers(runtime.GOOS), " nor ") + " is installed")
+
+// Browsers names the browsers the wrapper can show its window in on goos, for people.
+func Browsers(goos string) []string {
+	if goos == "windows" {
+		return []string{"Microsoft Edge", "Google Chrome"}
+	}
+	return []string{"Chromium", "Google Chrome", "Microsoft Edge"}
 }
 
 // candidates lists the browsers to try on goos, in order; appPath gives a Windows

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/instance"
 	"github.com/partnergate/partnergate/webwrapper/localsock"
@@ -49,37 +50,53 @@ type Options struct {
 	Profile string
 	// BrowserFlags are further browser flags, --name or --name=value.
 	BrowserFlags []string
-	// Stderr receives the log, and why the wrapper cannot start before the log exists.
+	// Stderr receives the log.
 	Stderr io.Writer
+	// Alert tells a person why the wrapper cannot start, or that it refused what a start
+	// gave it; nil is alert.Show (a message box on Windows, a desktop notification
+	// elsewhere). Tests record the messages instead.
+	Alert func(context.Context, alert.Message) error
 }
 
 // Run runs the wrapper with args, the command line's protocol arguments, and returns its
 // exit status. A second start of the same user hands args to the running wrapper and
 // returns ExitOK at once; the first runs until close, the window closed (unless it stays
-// in the tray) or ctx's end (the operating system's log-off, SIGTERM).
+// in the tray) or ctx's end (the operating system's log-off, SIGTERM). When it cannot
+// start, it tells the person why and what to do (Options.Alert) before it returns.
 func Run(ctx context.Context, args []string, o Options) int {
-	fail := func(code int, err error) int {
-		fmt.Fprintf(o.Stderr, "webwrapper: %v\n", err)
-		return code
+	logs := newLogs(o.Stderr)
+	defer logs.close()
+	log := logs.logger
+	t := &teller{show: o.Alert, logs: logs}
+	if t.show == nil {
+		t.show = alert.Show
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fail(ExitFailed, fmt.Errorf("finding the program: %w", err))
+		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", fmt.Errorf("finding the program: %w", err))
 	}
+	t.exe = exe
 	userPath, err := config.UserPath(vendor, product)
 	if err != nil {
-		return fail(ExitFailed, err)
+		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
 	}
 	cfg, err := config.Load(config.AppPath(exe), userPath)
 	if err == nil {
 		err = cfg.LoadInstalled(vendor, product)
 	}
 	if err != nil {
-		return fail(ExitFailed, err)
+		return t.fail(ctx, ExitFailed, "webwrapper.alert.config", err,
+			"config", config.AppPath(exe), "user", userPath)
+	}
+	t.culture = []string{cfg.String(config.Culture)}
+	// Log (the original's) or Debug: the log goes to a file too, from here on, so that
+	// what follows, a failure to start among it, is there.
+	if cfg.Bool(config.Log) || cfg.Bool(config.Debug) {
+		logs.enable()
 	}
 	prov, err := provider.ForArgs(args, cfg.String(config.ProtocolProvider))
 	if err != nil {
-		return fail(ExitUsage, err)
+		return t.fail(ctx, ExitUsage, "webwrapper.alert.unknown_provider", err, "config", config.AppPath(exe))
 	}
 	// The provider alone says what the start asks for; a command line it refuses counts
 	// for nothing, and goes to the running wrapper as it is, whose log says why.
@@ -87,34 +104,30 @@ func Run(ctx context.Context, args []string, o Options) int {
 	handOver := args
 	if readErr == nil {
 		handOver = start.Args
+		t.culture = []string{start.Culture, cfg.String(config.Culture)}
 	}
 	dir, err := instance.Dir(vendor, product)
 	if err != nil {
-		return fail(ExitFailed, err)
+		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
 	}
 	primary, inst, err := instance.Acquire(ctx, dir, handOver)
 	if err != nil {
-		return fail(ExitFailed, err)
+		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
 	}
 	if !primary {
+		log.Info("handed the command line to the running wrapper")
 		return ExitOK // the running instance has the command line
 	}
 	defer inst.Close()
 
-	logs := newLogs(o.Stderr)
-	defer logs.close()
-	if cfg.Bool(config.Debug) {
-		logs.enable()
-	}
-	log := logs.logger
 	for _, p := range cfg.Problems() {
 		log.Warn("configuration", "error", p)
 	}
 	if err := registerLocation(filepath.Dir(exe)); err != nil {
 		log.Warn("writing where the program is", "error", err)
 	}
-	w := &wrapper{cfg: cfg, o: o, dir: dir, session: localsock.Session(), log: log, logs: logs}
-	if !w.read(start, readErr) {
+	w := &wrapper{cfg: cfg, o: o, dir: dir, session: localsock.Session(), log: log, logs: logs, tell: t}
+	if !w.read(ctx, start, readErr) {
 		start = provider.Start{}
 	}
 	return w.run(ctx, start, inst)

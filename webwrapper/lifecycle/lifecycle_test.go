@@ -40,7 +40,7 @@ func userDirs(t *testing.T) string {
 func TestUnknownProvider(t *testing.T) {
 	userDirs(t)
 	var stderr bytes.Buffer
-	if code := Run(context.Background(), []string{`provider=Nope.Component, Nope`}, Options{Stderr: &stderr}); code != ExitUsage {
+	if code := Run(context.Background(), []string{`provider=Nope.Component, Nope`}, Options{Stderr: &stderr, Alert: newShown().show}); code != ExitUsage {
 		t.Errorf("Run(provider=Nope) = %d, want %d", code, ExitUsage)
 	}
 	if !strings.Contains(stderr.String(), "unknown protocol provider") {

@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// logs is the wrapper's log: info and above to stderr; once enabled (Debug=True at start,
-// or the pipe's log command later, as the original's undocumented log method), debug and
-// above to stderr and to a new file in a folder under the temporary folder. Nothing logs a
+// logs is the wrapper's log: info and above to stderr; once enabled (Log=True or
+// Debug=True at start, or the pipe's log command later, as the original's undocumented log
+// method), debug and above to stderr and to a new file in a folder under the temporary
+// folder. Nothing logs a
 // person's data: commands log their name and errors, whose texts never quote a value.
 type logs struct {
 	logger *slog.Logger
@@ -64,6 +65,16 @@ func (l *logs) enable() {
 		l.out.mu.Unlock()
 		l.logger.Info("logging to a file", "path", f.Name())
 	})
+}
+
+// file is the log file's path, "" while there is none.
+func (l *logs) file() string {
+	l.out.mu.Lock()
+	defer l.out.mu.Unlock()
+	if l.out.file == nil {
+		return ""
+	}
+	return l.out.file.Name()
 }
 
 func (l *logs) close() {

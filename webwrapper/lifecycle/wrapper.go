@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partnergate/partnergate/i18n"
+	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/app"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/config"
@@ -28,6 +31,7 @@ type wrapper struct {
 	session string // the desktop session (localsock.Session), which has a profile of its own
 	log     *slog.Logger
 	logs    *logs
+	tell    *teller
 
 	mu     sync.Mutex
 	bounds engine.Bounds // the window's last known bounds, saved at exit
@@ -39,16 +43,29 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opts, external, signOutURL := w.startOptions(start)
+	links := w.links()
+	device := w.device(links, opts.ServiceURL)
+	if device != nil && external != "" {
+		// The device sign-on signs the external user in before the window opens, so
+		// before any command runs.
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		if opts.Cookies = device.SignIn(sctx, external); opts.Cookies != nil && signOutURL != "" {
+			// Signed in already: the window opens on the service, not at the directory.
+			opts.URL = cultureURL(opts.ServiceURL, opts.Language)
+		}
+		cancel()
+	}
 	eng, err := w.openWindow(ctx, opts)
 	if err != nil {
-		w.log.Error("starting the browser", "error", err)
-		return ExitFailed
+		key, args := startFailure(err)
+		return w.tell.fail(ctx, ExitFailed, key, err, args...)
 	}
 	a := app.New(eng, app.Options{
 		Version:        w.o.Version,
 		MinimizeOnExit: w.cfg.Bool(config.MinimizeOnExit),
 		Relaunch:       func(ctx context.Context) (engine.Engine, error) { return w.openWindow(ctx, w.reopenOptions(opts)) },
-		Links:          w.links(),
+		Links:          links,
+		Device:         device,
 		External:       external,
 		SignOutURL:     signOutURL,
 		Logger:         w.log,
@@ -59,11 +76,10 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 
 	srv, err := pipe.Listen(os.Getpid())
 	if err != nil {
-		w.log.Error("opening the pipe", "error", err)
 		cancel()
 		<-runDone
 		w.shutdown(a)
-		return ExitFailed
+		return w.tell.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", fmt.Errorf("opening the pipe: %w", err))
 	}
 	srv.Logger = w.log
 	pctx, stopPipe := context.WithCancel(context.WithoutCancel(ctx))
@@ -77,9 +93,9 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 			w.applyLater(ctx, a, args)
 		}
 	}()
-	go w.checkUpdate(ctx, a)
+	go w.checkUpdate(ctx, a, opts.Language)
 	go w.trackBounds(ctx, a)
-	stopTray := startTray(ctx, a, w.log)
+	stopTray := startTray(ctx, a, w.log, i18n.Choose(opts.Language, alert.Language()))
 
 	select {
 	case <-runDone:
@@ -87,6 +103,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 		<-runDone
 	}
 	stopTray()
+	a.Wait() // a device sign-on being asked for is kept
 	// Run has returned, so no command is running: the pipe's last replies (close's) are
 	// written before Serve returns.
 	stopPipe()
@@ -97,14 +114,15 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	return ExitOK
 }
 
-// read logs what the provider ignored of a start's command line, and its refusal; it
-// reports whether the start counts.
-func (w *wrapper) read(s provider.Start, err error) bool {
+// read logs what the provider ignored of a start's command line, and its refusal, which
+// the person is told of too; it reports whether the start counts.
+func (w *wrapper) read(ctx context.Context, s provider.Start, err error) bool {
 	for _, m := range s.Warnings {
 		w.log.Warn("arguments", "warning", m)
 	}
 	if err != nil {
 		w.log.Error("arguments: nothing runs", "error", err)
+		w.tell.refused(ctx, w.log, "", err)
 		return false
 	}
 	return true
@@ -124,7 +142,7 @@ func (w *wrapper) applyLater(ctx context.Context, a *app.App, args []string) {
 		w.log.Warn("arguments of another start", "error", err)
 		return
 	}
-	if s, err := p.Read(args); w.read(s, err) {
+	if s, err := p.Read(args); w.read(ctx, s, err) {
 		w.apply(ctx, a, s)
 	}
 }
@@ -140,6 +158,7 @@ func (w *wrapper) apply(ctx context.Context, a *app.App, s provider.Start) {
 	}
 	if err != nil {
 		w.log.Error("arguments: nothing runs", "error", err)
+		w.tell.refused(ctx, w.log, s.XMLPath, err)
 		return
 	}
 	for _, c := range cmds {
@@ -250,6 +269,24 @@ func (w *wrapper) links() *signon.Store {
 		return nil
 	}
 	return s
+}
+
+// device is the device sign-on kept in links with the service at serviceURL; nil
+// without links.
+func (w *wrapper) device(links *signon.Store, serviceURL string) *signon.Device {
+	if links == nil {
+		return nil
+	}
+	origin, err := engine.OriginOf(serviceURL)
+	if err != nil {
+		w.log.Warn("no device sign-on", "error", err)
+		return nil
+	}
+	computer, err := os.Hostname()
+	if err != nil {
+		computer = ""
+	}
+	return &signon.Device{Store: links, Client: &signon.Client{Service: origin}, Computer: computer, Log: w.log}
 }
 
 // external is the external user the start signs on as: its provider's signon, else the

@@ -38,6 +38,9 @@ type Config struct {
 	// Directories, when set, gives the app service's directory sign-ins for the gateway's
 	// public URL (their redirect URIs are under it), called once the gateway runs.
 	Directories func(publicURL string) []web.Directory
+	// EIDProviders, when set, gives the app service's national eID sign-ins for the
+	// gateway's public URL.
+	EIDProviders func(publicURL string) []web.EIDProvider
 	// DirectoryNow is the app service's ID token clock; time.Now when nil.
 	DirectoryNow func() time.Time
 	// HTTPS, when true, runs the gateway as it is deployed: https://HTTPSHost:port with a
@@ -57,6 +60,9 @@ type Stack struct {
 	App     *appservice.Server
 	Key     *harness.Key // the partner's signing key
 	AppLogs *harness.SyncBuffer
+	// Database is the app service's SQLite file, for a test that changes what the service
+	// holds behind its back (its sessions ended, say).
+	Database string
 	// RootCA is the PEM file of the root that an HTTPS stack's certificate chains to
 	// (Caddy's local CA); "" for a plain HTTP stack.
 	RootCA string
@@ -67,6 +73,7 @@ func Start(t *testing.T, c Config) *Stack {
 	t.Helper()
 	s := &Stack{Key: harness.NewKey(t, "ES256", c.KeyID), AppLogs: &harness.SyncBuffer{}}
 	dir := t.TempDir()
+	s.Database = filepath.Join(dir, "app.db")
 	jwks := harness.WriteJWKS(t, dir, s.Key)
 	secret := "stack-upstream-secret-0123456789abcdef"
 	// The app's port is chosen before the gateway that points at it starts, and bound
@@ -124,11 +131,16 @@ func Start(t *testing.T, c Config) *Stack {
 		if c.Directories != nil {
 			dirs = c.Directories(s.Gateway.URL)
 		}
+		var eids []web.EIDProvider
+		if c.EIDProviders != nil {
+			eids = c.EIDProviders(s.Gateway.URL)
+		}
 		s.App, err = appservice.Start(context.Background(), appservice.Config{
 			Directories:    dirs,
+			EIDProviders:   eids,
 			DirectoryNow:   c.DirectoryNow,
 			Listen:         "127.0.0.1:" + strconv.Itoa(appPort),
-			Database:       filepath.Join(dir, "app.db"),
+			Database:       s.Database,
 			SecretFile:     filepath.Join(dir, "app.secret"),
 			PublicURL:      s.Gateway.URL,
 			FrameAncestors: c.FrameAncestors,

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/partnergate/partnergate/webwrapper/engine"
@@ -35,6 +36,7 @@ type Engine struct {
 	restores  int
 	bounds    engine.Bounds
 	maximized bool
+	cookies   []*http.Cookie
 	events    chan engine.Event
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -183,3 +185,17 @@ func (e *Engine) Close() error {
 }
 
 var _ engine.Engine = (*Engine)(nil)
+
+// SetCookies sets what Cookies returns.
+func (e *Engine) SetCookies(cookies []*http.Cookie) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cookies = cookies
+}
+
+// Cookies returns the cookies of SetCookies.
+func (e *Engine) Cookies(context.Context) ([]*http.Cookie, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cookies, nil
+}

@@ -9,11 +9,16 @@ import { t } from "../i18n.js";
 
 let facetsOnce = null;
 
-// facets are the categories, body parts and equipment the catalogue has, read once.
+// collator orders the choices as the page's language does: German "oberer Rücken" among
+// its capitalized nouns, not after them.
+const collator = new Intl.Collator(document.documentElement.lang || "en");
+
+// facets are the categories, body parts and equipment the catalogue has, in the page's
+// language, read once.
 function facets() {
   if (!facetsOnce) {
     facetsOnce = api.exercises({ limit: 1000 }).then(({ exercises = [] }) => {
-      const distinct = (k) => [...new Set(exercises.map((e) => e[k]).filter(Boolean))].sort();
+      const distinct = (k) => [...new Set(exercises.map((e) => e[k]).filter(Boolean))].sort(collator.compare);
       return { category: distinct("category"), bodyPart: distinct("bodyPart"), equipment: distinct("equipment") };
     }).catch((e) => {
       facetsOnce = null;

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/partnergate/partnergate/linkspec"
+	"github.com/partnergate/partnergate/nationalid"
+)
+
+// eidNumber is the number a national eID gives, as its sign-in reads it.
+func eidNumber(t *testing.T, s *Store, country nationalid.Country, raw string) nationalid.Number {
+	t.Helper()
+	n, err := nationalid.Parse(country, raw, s.opts.Now())
+	if err != nil {
+		t.Fatalf("nationalid.Parse(%s) = %v", country, err)
+	}
+	return n
+}
+
+// TestSignInByNationalIDKnownMember: a member a Go link of clinic A made, with a plan at A
+// and one at clinic B (B knows her by another contact id, the same ssn), signs in with the
+// eID to the same account and sees both plans; a number written with separators matches
+// the same member.
+func TestSignInByNationalIDKnownMember(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			mainB := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", kariAtB()))
+			planA, err := s.CreateWorkout(ctx, goA.OrganizationID, 0, goA.PersonID, 0, "Plan from A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			planB, err := s.CreateWorkout(ctx, mainB.OrganizationID, 0, mainB.PersonID, 0, "Plan from B")
+			if err != nil {
+				t.Fatal(err)
+			}
+			accounts, members := count(t, s, "accounts"), count(t, s, "members")
+
+			for _, raw := range []string{kariSSN, "170535 50088", "170535-50088"} {
+				in, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, raw))
+				if err != nil {
+					t.Fatalf("SignInByNationalID = %v", err)
+				}
+				sess := in.Session
+				if in.AccountCreated || sess.Account.ID != goA.AccountID || sess.Scope != ScopeMember || sess.Organization != nil {
+					t.Errorf("eID sign-in = created %v, account %d, scope %q, organization %+v; want A's Go link's account %d, member scope, no organization",
+						in.AccountCreated, sess.Account.ID, sess.Scope, sess.Organization, goA.AccountID)
+				}
+				ws, err := s.MemberWorkouts(ctx, sess)
+				if err != nil || len(ws) != 2 || ws[0].ID != planB.ID || ws[1].ID != planA.ID {
+					t.Errorf("MemberWorkouts(eID session) = %s, %v, want B's and A's plans", titles(ws), err)
+				}
+				if again, err := s.Session(ctx, in.Token); err != nil || again.Scope != ScopeMember || again.Account.ID != goA.AccountID {
+					t.Errorf("the eID session read again = %+v, %v", again, err)
+				}
+			}
+			if count(t, s, "accounts") != accounts || count(t, s, "members") != members {
+				t.Errorf("eID sign-ins of a known member created accounts or members")
+			}
+		})
+	}
+}
+
+// TestSignInByNationalIDContactWithoutAccount: a human known from clinics' main-client links
+// only (a member, no account) gets, at the eID sign-in, the account a Go link would have
+// made, named as the record the member was created with; the clinic's later Go link signs
+// in to that same account, and a second eID sign-in makes no other.
+func TestSignInByNationalIDContactWithoutAccount(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			mainB := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", kariAtB()))
+			mainA := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-a", "Clinic A", kariAtA()))
+			if mainA.MemberID != mainB.MemberID {
+				t.Fatalf("main links of A and B = members %d and %d, want one", mainA.MemberID, mainB.MemberID)
+			}
+			planA, err := s.CreateWorkout(ctx, mainA.OrganizationID, 0, mainA.PersonID, 0, "Plan from A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			instructors := count(t, s, "accounts")
+
+			in, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, kariSSN))
+			if err != nil {
+				t.Fatalf("SignInByNationalID = %v", err)
+			}
+			if !in.AccountCreated || count(t, s, "accounts") != instructors+1 {
+				t.Errorf("eID sign-in of a member without account: created %v, %d accounts; want one made", in.AccountCreated, count(t, s, "accounts"))
+			}
+			acct := accountOf(t, s, in.Session.Account.ID)
+			if acct.Role != RoleMember || acct.DisplayName != "Kari Berg" || acct.Email != "kari@b.example" {
+				t.Errorf("new account = %s %q <%s>, want a member named as B's record (the member's first) says", acct.Role, acct.DisplayName, acct.Email)
+			}
+			if ws, err := s.MemberWorkouts(ctx, in.Session); err != nil || len(ws) != 1 || ws[0].ID != planA.ID {
+				t.Errorf("MemberWorkouts(eID session) = %s, %v, want A's plan", titles(ws), err)
+			}
+
+			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			if goA.AccountCreated || goA.AccountID != in.Session.Account.ID {
+				t.Errorf("A's Go link after the eID sign-in = account %d (created %v), want the eID's %d", goA.AccountID, goA.AccountCreated, in.Session.Account.ID)
+			}
+			again, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, kariSSN))
+			if err != nil || again.AccountCreated || again.Session.Account.ID != in.Session.Account.ID {
+				t.Errorf("second eID sign-in = %+v, %v, want the same account", again, err)
+			}
+		})
+	}
+}
+
+// TestSignInByNationalIDUnknown: a valid number no member has is ErrNationalIDUnknown and
+// writes nothing: no account, member, record or session; a number only an instructor's
+// world knows (none) or another partner's member of another number does not match either.
+func TestSignInByNationalIDUnknown(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			// A record with no number (selectperson's) matches nothing either.
+			mustResolve(t, s, goLink("org-a", "no-ssn", "nobody@a.example"))
+			before := map[string]int{}
+			tables := []string{"accounts", "members", "persons", "sessions"}
+			for _, table := range tables {
+				before[table] = count(t, s, table)
+			}
+			for _, n := range []nationalid.Number{
+				eidNumber(t, s, nationalid.Norway, "01013550022"),
+				eidNumber(t, s, nationalid.Sweden, "19121212-1212"),
+				eidNumber(t, s, nationalid.Denmark, "010150-5000"),
+				{},
+			} {
+				if in, err := s.SignInByNationalID(ctx, n); !errors.Is(err, ErrNationalIDUnknown) {
+					t.Errorf("SignInByNationalID(%v) = %+v, %v, want ErrNationalIDUnknown", n, in, err)
+				}
+			}
+			for _, table := range tables {
+				if got := count(t, s, table); got != before[table] {
+					t.Errorf("%s: %d rows after unknown numbers, want %d", table, got, before[table])
+				}
+			}
+		})
+	}
+}
+
+// TestSignInByNationalIDPartners: members are one per partner; a number two partners'
+// members carry signs in to the one with an account, and with none to the oldest.
+func TestSignInByNationalIDPartners(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			other := clinicLink(linkspec.KindMain, "org-x", "Clinic X", kariAtB())
+			other.Partner = "other"
+			mainX := mustResolve(t, s, other)
+			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			if goA.MemberID == mainX.MemberID {
+				t.Fatal("two partners' links made one member")
+			}
+			in, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, kariSSN))
+			if err != nil || in.AccountCreated || in.Session.Account.ID != goA.AccountID {
+				t.Errorf("SignInByNationalID = %+v, %v, want the account of partner demo's member %d", in, err, goA.AccountID)
+			}
+		})
+	}
+}

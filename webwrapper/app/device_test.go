@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partnergate/partnergate/internal/wintest"
+	"github.com/partnergate/partnergate/webwrapper/signon"
+)
+
+// deviceService stands in for the service's device endpoints: it records what it was
+// asked and issues credential-<n> to the session fresh-session.
+type deviceService struct {
+	mu       sync.Mutex
+	issued   int
+	signouts []string
+}
+
+func (f *deviceService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var body map[string]string
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	switch r.URL.Path {
+	case "/app/device/credential":
+		if r.Header.Get("Authorization") != "Bearer fresh-session" {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"code":"device_signon_refused"}`)
+			return
+		}
+		f.issued++
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"credential":"credential-%d","id":1}`, f.issued)
+	case "/app/device/signout":
+		f.signouts = append(f.signouts, body["credential"])
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// waitCredential waits until links holds want as external's device sign-on ("" none).
+func waitCredential(t *testing.T, links *signon.Store, external, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, got, _, _ := links.Credential(external); got == want {
+			return
+		}
+	}
+	_, got, _, err := links.Credential(external)
+	t.Fatalf("device sign-on of %s = %q (%v), want %q", external, got, err, want)
+}
+
+// TestDeviceSignOnIssued: the page's sign-in of a linked external user gets the device
+// sign-on with the window's session token, once; the page's sign-out ends it at the
+// service and forgets it, and so does close.
+func TestDeviceSignOnIssued(t *testing.T) {
+	f := &deviceService{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
+	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}, Computer: "PC-17"}
+	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
+	eng.SetCookies([]*http.Cookie{{Name: "pg_csrf", Value: "x"}, {Name: "pg_session", Value: "fresh-session"}})
+	signIn(eng, 7)
+	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
+	signIn(eng, 7) // a page loaded again: the device sign-on is held already
+	waitState(t, a, true)
+	eng.Emit("signedOut", map[string]any{})
+	waitCredential(t, links, `DOMAIN\asa`, "")
+	if _, ok, _ := links.Get(`DOMAIN\asa`); ok {
+		t.Error("the page's sign-out kept the link")
+	}
+	f.mu.Lock()
+	if f.issued != 1 || len(f.signouts) != 1 || f.signouts[0] != "credential-1" {
+		t.Errorf("the service issued %d and signed out %q; want one issued and credential-1 signed out", f.issued, f.signouts)
+	}
+	f.mu.Unlock()
+
+	signIn(eng, 7)
+	waitCredential(t, links, `DOMAIN\asa`, "credential-2")
+	eng.Handle("signOut", func([]any) (any, error) { return nil, nil })
+	if _, _, err := a.Do(context.Background(), cmd(t, "close", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := links.Get(`DOMAIN\asa`); ok {
+		t.Error("close kept the link")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.signouts) != 2 || f.signouts[1] != "credential-2" {
+		t.Errorf("the service signed out %q; want credential-2 at close", f.signouts)
+	}
+}
