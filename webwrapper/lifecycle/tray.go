@@ -10,16 +10,17 @@ import (
 
 	"fyne.io/systray"
 
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/webwrapper/app"
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
 // startTray shows the tray menu (MinimizeOnExit keeps the wrapper there while its window
-// is closed): Show opens the window again, Quit ends the wrapper. Without a tray host (no
+// is closed), in lang: Show opens the window again, Quit ends the wrapper. Without a tray host (no
 // DBus session bus on Linux: Xvfb, a bare X server) there is no menu and the wrapper runs
 // on: systray is not started at all then, since systray v1.12.2 leaves its DBus connection
 // nil when it finds no bus and closes that nil connection at Quit, a nil-pointer panic.
-func startTray(ctx context.Context, a *app.App, log *slog.Logger) (stop func()) {
+func startTray(ctx context.Context, a *app.App, log *slog.Logger, lang string) (stop func()) {
 	if err := trayHost(); err != nil {
 		log.Info("no tray: show opens the window again", "reason", err.Error())
 		return func() {}
@@ -32,8 +33,8 @@ func startTray(ctx context.Context, a *app.App, log *slog.Logger) (stop func()) 
 		systray.Run(func() {
 			systray.SetTitle(product)
 			systray.SetTooltip(product)
-			show := systray.AddMenuItem("Show", "Show the window")
-			quit := systray.AddMenuItem("Quit", "Close the wrapper")
+			show := systray.AddMenuItem(i18n.T(lang, "webwrapper.tray.show"), i18n.T(lang, "webwrapper.tray.show_tip"))
+			quit := systray.AddMenuItem(i18n.T(lang, "webwrapper.tray.quit"), i18n.T(lang, "webwrapper.tray.quit_tip"))
 			go func() {
 				for {
 					var c command.Command

@@ -49,7 +49,7 @@ func TestTrayWithoutDBus(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.Run(ctx)
-	stop := startTray(ctx, a, log)
+	stop := startTray(ctx, a, log, "en")
 	stop()
 	cancel()
 	<-a.Done()
