@@ -11,4 +11,4 @@ import (
 
 // startTray does nothing where fyne.io/systray needs cgo (macOS): the window closed under
 // MinimizeOnExit comes back with the pipe's show.
-func startTray(context.Context, *app.App, *slog.Logger) (stop func()) { return func() {} }
+func startTray(context.Context, *app.App, *slog.Logger, string) (stop func()) { return func() {} }

@@ -93,7 +93,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	}()
 	go w.checkUpdate(ctx, a)
 	go w.trackBounds(ctx, a)
-	stopTray := startTray(ctx, a, w.log)
+	stopTray := startTray(ctx, a, w.log, w.tell.language())
 
 	select {
 	case <-runDone:
