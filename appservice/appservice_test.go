@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/appservice/web"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -137,6 +138,45 @@ func TestStartRefusesDirectoryWithoutRule(t *testing.T) {
 		t.Fatalf("Start with require_claims = %v", err)
 	}
 	s.Shutdown(context.Background())
+}
+
+// TestReadEIDProviders: an eID providers file is read with its secret from the environment
+// variable it names; a field the configuration does not know (a misspelt min_acr) and a
+// provider without a lowest level of assurance stop the start.
+func TestReadEIDProviders(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("EID_TEST_SECRET", "from-the-environment")
+	read := func(extra string) ([]web.EIDProvider, error) {
+		file := filepath.Join(dir, "eid.json")
+		if err := os.WriteFile(file, []byte(`[{"name": "idporten", "label": "ID-porten", "issuer": "https://idporten.no",
+	"client_id": "c", "client_secret_env": "EID_TEST_SECRET", "country": "NO", "number_claim": "pid"`+extra+`}]`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return ReadEIDProviders(file)
+	}
+	ps, err := read(`, "min_acr": "idporten-loa-substantial"`)
+	if err != nil || len(ps) != 1 || ps[0].MinACR != "idporten-loa-substantial" || ps[0].ClientSecret != "" {
+		t.Fatalf("ReadEIDProviders = %+v, %v, want one provider, its secret not from the file", ps, err)
+	}
+	if got := eidSecrets(ps); got[0].ClientSecret != "from-the-environment" || ps[0].ClientSecret != "" {
+		t.Errorf("eidSecrets = %q, want the environment's secret in a copy", got[0].ClientSecret)
+	}
+	if _, err := read(`, "min_acr": "idporten-loa-substantial", "minacr": "x"`); err == nil {
+		t.Error("ReadEIDProviders with an unknown field = nil, want an error")
+	}
+	ps, err = read(``)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", Database: filepath.Join(dir, "app.db"), SecretFile: filepath.Join(dir, "app.secret"),
+		UpstreamSecret: "0123456789abcdef0123456789abcdef", Instructor: Instructor{Username: "instructor"}, EIDProviders: ps, Stdout: io.Discard})
+	if err == nil {
+		s.Shutdown(context.Background())
+		t.Fatal("Start with an eID provider without min_acr succeeded, want it refused")
+	}
+	if !strings.Contains(err.Error(), "min_acr") {
+		t.Errorf("Start = %v, want the error to name min_acr", err)
+	}
 }
 
 func TestStartDemoOrganization(t *testing.T) {

@@ -140,6 +140,7 @@ func (h *Handler) api(allowed who, fn apiFunc) http.Handler {
 				return
 			}
 		}
+		h.setOfflineOwner(w, s)
 		req := &apiRequest{Request: r, w: w, s: s, token: token}
 		// The catalogue's texts (exercise names and instructions, the global templates)
 		// come in the language the pages are written in, as the pages choose it.

@@ -136,11 +136,10 @@ var directoryRefusals = &oidcRefusals{log: "directory sign-in", key: "directory"
 func newDirectories(ds []Directory) (*directories, error) {
 	out := &directories{byName: map[string]*directory{}}
 	for _, d := range ds {
+		if err := checkClientName("directory", d.Name, out.byName[d.Name] != nil); err != nil {
+			return nil, err
+		}
 		switch {
-		case !directoryName.MatchString(d.Name):
-			return nil, fmt.Errorf("directory name %q: want lower-case letters, digits and '-'", d.Name)
-		case out.byName[d.Name] != nil:
-			return nil, fmt.Errorf("directory %q configured twice", d.Name)
 		case d.Issuer == "" || d.ClientID == "" || d.Partner == "" || d.Label == "":
 			return nil, fmt.Errorf("directory %q needs a label, a partner, an issuer and a client id", d.Name)
 		}

@@ -103,11 +103,10 @@ type eidProviders struct {
 func newEIDProviders(ps []EIDProvider) (*eidProviders, error) {
 	out := &eidProviders{byName: map[string]*eidProvider{}}
 	for _, p := range ps {
+		if err := checkClientName("eid provider", p.Name, out.byName[p.Name] != nil); err != nil {
+			return nil, err
+		}
 		switch {
-		case !directoryName.MatchString(p.Name):
-			return nil, fmt.Errorf("eid provider name %q: want lower-case letters, digits and '-'", p.Name)
-		case out.byName[p.Name] != nil:
-			return nil, fmt.Errorf("eid provider %q configured twice", p.Name)
 		case p.Issuer == "" || p.ClientID == "" || p.Label == "" || p.NumberClaim == "":
 			return nil, fmt.Errorf("eid provider %q needs a label, an issuer, a client id and a number_claim", p.Name)
 		case p.Country != nationalid.Norway && p.Country != nationalid.Sweden && p.Country != nationalid.Denmark:

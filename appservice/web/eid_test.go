@@ -177,8 +177,7 @@ func TestEIDSignInRefusals(t *testing.T) {
 
 	t.Run("tampered state", func(t *testing.T) {
 		b := newBrowser(t, f.h)
-		res, _ := b.get("/app/eid/idporten/signin")
-		back := oidcprovider.SignIn(t, res.Header.Get("Location"), "kari", "eid-password")
+		_, back := eidAtProvider(t, b, "kari")
 		q := back.Query()
 		q.Set("state", q.Get("state")+"x")
 		back.RawQuery = q.Encode()
@@ -193,9 +192,7 @@ func TestEIDSignInRefusals(t *testing.T) {
 
 	t.Run("a directory's flow", func(t *testing.T) {
 		// A flow cookie of another provider's sign-in is not this one's.
-		b := newBrowser(t, f.h)
-		res, _ := b.get("/app/eid/idporten/signin")
-		back := oidcprovider.SignIn(t, res.Header.Get("Location"), "kari", "eid-password")
+		res, back := eidAtProvider(t, newBrowser(t, f.h), "kari")
 		var flow *http.Cookie
 		for _, c := range res.Cookies() {
 			if c.Name == directoryCookie {
@@ -213,6 +210,14 @@ func TestEIDSignInRefusals(t *testing.T) {
 	if strings.Contains(log.String(), eidUnknownSSN) || strings.Contains(log.String(), eidKariSSN) {
 		t.Errorf("the log holds an identity number:\n%s", log.String())
 	}
+}
+
+// eidAtProvider starts an eID sign-in in b and signs user in at the provider: the answer
+// that sent b there, and the callback URL the provider sends b back to (not followed).
+func eidAtProvider(t *testing.T, b *browser, user string) (*http.Response, *url.URL) {
+	t.Helper()
+	res, _ := b.get("/app/eid/idporten/signin")
+	return res, oidcprovider.SignIn(t, res.Header.Get("Location"), user, "eid-password")
 }
 
 // openFlowForTest re-signs the flow cookie raw as one of directory name.
@@ -293,6 +298,29 @@ func TestEIDProviderConfig(t *testing.T) {
 	for acr, want := range map[string]bool{"idporten-loa-low": false, "idporten-loa-substantial": true, "idporten-loa-high": true, "": false, "Level4": false} {
 		if got := ps.byName["idporten"].assured(acr); got != want {
 			t.Errorf("assured(%q) = %v, want %v", acr, got, want)
+		}
+	}
+}
+
+// TestEIDStartPageLanguages: the Go start page offers the eID in the browser's language,
+// and the page for a number no clinic knows says so in it too.
+func TestEIDStartPageLanguages(t *testing.T) {
+	var log bytes.Buffer
+	f, _, _ := eidFixture(t, &log)
+	for lang, want := range map[string][2]string{
+		"en": {"Sign in with ID-porten", "No plans have been prepared for you yet: ask your clinic."},
+		"nb": {"Logg inn med ID-porten", "Det er ikke laget noen program til deg ennå: spør klinikken din."},
+		"sv": {"Logga in med ID-porten", "Inga program har gjorts åt dig än: fråga din klinik."},
+		"da": {"Log ind med ID-porten", "Der er ikke lavet nogen programmer til dig endnu: spørg din klinik."},
+		"de": {"Mit ID-porten anmelden", "Für Sie wurden noch keine Pläne erstellt: Fragen Sie Ihre Praxis."},
+	} {
+		b := newBrowser(t, f.h)
+		if _, page := b.getWith("/go", lang); !strings.Contains(page, want[0]) {
+			t.Errorf("Go start page in %s lacks %q:\n%s", lang, want[0], page)
+		}
+		_, back := eidAtProvider(t, b, "stranger")
+		if res, page := b.getWith(back.RequestURI(), lang); res.StatusCode != http.StatusNotFound || !strings.Contains(page, want[1]) {
+			t.Errorf("unknown number's page in %s = %d, want 404 saying %q:\n%s", lang, res.StatusCode, want[1], page)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,6 +49,18 @@ type oidcRefusals struct {
 	// names the provider ("directory").
 	log, key                                                       string
 	unavailable, stateInvalid, refused, tokenInvalid, tokenExpired problem.Problem
+}
+
+// checkClientName checks the name of a provider of kind what (its word in the URLs) and
+// that no other of its list has it (taken).
+func checkClientName(what, name string, taken bool) error {
+	switch {
+	case !directoryName.MatchString(name):
+		return fmt.Errorf("%s name %q: want lower-case letters, digits and '-'", what, name)
+	case taken:
+		return fmt.Errorf("%s %q configured twice", what, name)
+	}
+	return nil
 }
 
 // name is the provider's name in the service's configuration, for the log.

@@ -65,6 +65,7 @@ func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
 	case s.ConfirmLink || s.Account.Role != store.RoleMember:
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 	default:
+		h.setOfflineOwner(w, s)
 		h.renderShell(w, r, http.StatusOK, shellData{Role: store.RoleMember, SignedIn: true,
 			Account: s.Account, Org: s.Organization}, h.eidLogoutOrigin(r)...)
 	}
@@ -72,9 +73,14 @@ func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
 
 // renderShell answers the shell page. Its CSP lets the page load the application's own
 // modules and call its own API, nothing else: no inline script, no eval, no inline style.
+// Go's shell may also register its service worker and read its manifest, both the site's.
 // formTargets are further origins its sign-out form may end at (an eID provider's logout).
 func (h *Handler) renderShell(w http.ResponseWriter, r *http.Request, status int, d shellData, formTargets ...string) {
 	d.CSRF = h.csrfToken(w, r)
-	w.Header().Set("Content-Security-Policy", h.csp(ownApp, h.cfg.FrameAncestors, formTargets...))
+	policy := ownApp
+	if d.Role == store.RoleMember {
+		policy = goApp
+	}
+	w.Header().Set("Content-Security-Policy", h.csp(policy, h.cfg.FrameAncestors, formTargets...))
 	h.render(w, status, "shell", d)
 }

@@ -178,6 +178,8 @@ func New(cfg Config) (*Handler, error) {
 	for _, p := range memberViews {
 		h.mux.HandleFunc("GET "+p, h.goShell)
 	}
+	h.mux.HandleFunc("GET /go/manifest.webmanifest", h.goManifest)
+	h.mux.HandleFunc("GET /go/sw.js", h.goWorker)
 	h.mux.Handle(apiPrefix, h.apiRoutes())
 	h.mux.Handle("GET /app/static/", http.StripPrefix("/app/static/", staticFiles()))
 	h.mux.HandleFunc("GET /app/messages/{lang}", h.messages)
@@ -227,6 +229,7 @@ const (
 	noScript   scriptPolicy = iota // server-rendered pages
 	ownScripts                     // the site's own script files (the login page)
 	ownApp                         // the site's own modules calling the site's own API (the shell)
+	goApp                          // ownApp, and Go's service worker and manifest (the Go shell)
 )
 
 // csp is the Content-Security-Policy with the given frame-ancestors sources. default-src
@@ -241,6 +244,8 @@ func (h *Handler) csp(scripts scriptPolicy, frameAncestors string, formTargets .
 		src = "script-src 'self'; "
 	case ownApp:
 		src = "script-src 'self'; connect-src 'self'; "
+	case goApp:
+		src = "script-src 'self'; connect-src 'self'; worker-src 'self'; manifest-src 'self'; "
 	}
 	forms := strings.Join(append([]string{"'self'"}, formTargets...), " ")
 	return "default-src 'none'; " + src + "style-src 'self'; img-src 'self'; form-action " + forms + "; base-uri 'none'; frame-ancestors " + frameAncestors

@@ -98,15 +98,17 @@ func configure(check bool, stdout, stderr io.Writer) (*demo, error) {
 
 	if f := os.Getenv("PARTNERGATE_CADDYFILE"); f != "" {
 		// run.sh made a relative path absolute from the folder it was started in.
-		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
-			fmt.Fprintf(stderr, "run.sh: PARTNERGATE_CADDYFILE=%s: no readable file there\n", f)
-			return nil, exit(1)
-		}
-		if fh, err := os.Open(f); err != nil {
-			fmt.Fprintf(stderr, "run.sh: PARTNERGATE_CADDYFILE=%s: no readable file there\n", f)
-			return nil, exit(1)
-		} else {
+		fh, err := os.Open(f)
+		if err == nil {
+			var st os.FileInfo
+			if st, err = fh.Stat(); err == nil && !st.Mode().IsRegular() {
+				err = errors.New("not a file")
+			}
 			fh.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "run.sh: PARTNERGATE_CADDYFILE=%s: no readable file there (%v)\n", f, err)
+			return nil, exit(1)
 		}
 		d.caddyfile = f
 	}

@@ -26,20 +26,26 @@ var (
 	eidStranger = eidUser("stranger", "01013550022", "idporten-loa-substantial")
 )
 
-// startEIDStack starts the stack with a test ID-porten: a real OpenID provider whose
-// client "web" is the service, with /go as its post-logout redirect.
+// startEIDStack starts the stack with a test ID-porten (withEID).
 func startEIDStack(t *testing.T, c appstack.Config) (*stack, *oidcprovider.Provider) {
 	t.Helper()
 	var p *oidcprovider.Provider
-	c.EIDProviders = func(public string) []web.EIDProvider {
-		p = oidcprovider.StartWith(t, oidcprovider.Config{Users: []oidcprovider.User{eidKari, eidSpaced, eidKariLow, eidStranger},
+	c.EIDProviders = withEID(t, &p)
+	return startStackWith(t, c), p
+}
+
+// withEID is the app service's eID configuration for the stack's public URL: a test
+// ID-porten, a real OpenID provider (set in *p once the stack starts) whose client "web"
+// is the service, with /go as its post-logout redirect.
+func withEID(t *testing.T, p **oidcprovider.Provider) func(public string) []web.EIDProvider {
+	return func(public string) []web.EIDProvider {
+		*p = oidcprovider.StartWith(t, oidcprovider.Config{Users: []oidcprovider.User{eidKari, eidSpaced, eidKariLow, eidStranger},
 			Clients: []oidcprovider.Client{{ID: oidcprovider.ClientWeb, Secret: oidcprovider.ClientSecret,
 				RedirectURIs: []string{public + "/app/eid/idporten/callback"}, PostLogoutRedirectURIs: []string{public + "/go"}}}})
-		return []web.EIDProvider{{Name: "idporten", Label: "ID-porten", Issuer: p.Issuer, ClientID: oidcprovider.ClientWeb,
+		return []web.EIDProvider{{Name: "idporten", Label: "ID-porten", Issuer: (*p).Issuer, ClientID: oidcprovider.ClientWeb,
 			ClientSecret: oidcprovider.ClientSecret, Country: nationalid.Norway, NumberClaim: "pid", MinACR: "idporten-loa-substantial",
 			Scopes: []string{"profile"}, PostLogoutRedirect: true}}
 	}
-	return startStackWith(t, c), p
 }
 
 // eidStart opens Go in a browser without a session and presses the ID-porten button: the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partnergate/partnergate/internal/harness/appstack"
 	"github.com/partnergate/partnergate/internal/harness/browser"
+	"github.com/partnergate/partnergate/internal/harness/oidcprovider"
 	"github.com/partnergate/partnergate/internal/testpayload"
 )
 
@@ -87,7 +88,8 @@ func wantHSTS(t *testing.T, ctx context.Context, s *stack, path, visible string)
 // partner's main link, the Go link and the directory sign-in each end where they do over
 // plain HTTP, with __Host- cookies, Secure and HSTS as in production.
 func TestHTTPS(t *testing.T) {
-	s, _ := startDirectoryStackWith(t, appstack.Config{HTTPS: true})
+	var eid *oidcprovider.Provider
+	s, _ := startDirectoryStackWith(t, appstack.Config{HTTPS: true, EIDProviders: withEID(t, &eid)})
 	if !strings.HasPrefix(s.gateway.URL, "https://"+appstack.HTTPSHost+":") {
 		t.Fatalf("gateway at %s, want https://%s", s.gateway.URL, appstack.HTTPSHost)
 	}
@@ -144,5 +146,31 @@ func TestHTTPS(t *testing.T) {
 		}
 		screenshot(t, ctx, "directory")
 		wantHostCookies(t, ctx, s, network.CookieSameSiteNone, "pg_session", "pg_csrf", "pg_device")
+	})
+
+	t.Run("eID sign-in", func(t *testing.T) {
+		clinicGoLink(t, s, newHTTPSBrowser(t, s), "a")
+		ctx := newHTTPSBrowser(t, s)
+		step(t, ctx, "Go start page", chromedp.Navigate(s.gateway.URL+"/go"), chromedp.WaitVisible("#eid-idporten"))
+		step(t, ctx, "eID button", chromedp.Click("#eid-idporten"), chromedp.WaitVisible(`input[name="username"]`))
+		wantHostCookies(t, ctx, s, network.CookieSameSiteLax, "pg_directory")
+		providerLoginAs(t, ctx, eidKari, "#greeting")
+		if got := text(t, ctx, "greeting"); got != "Hi Kari Nordmann" {
+			t.Errorf("Go after the eID over HTTPS greets %q, want Hi Kari Nordmann", got)
+		}
+		// The sealed ID token for the provider's logout, Lax as the flow's; the flow's
+		// cookie ended with its callback.
+		wantHostCookies(t, ctx, s, network.CookieSameSiteLax, "pg_eid")
+		if _, ok := cookies(t, ctx, s)["__Host-pg_directory"]; ok {
+			t.Errorf("the flow's cookie outlived its callback")
+		}
+		screenshot(t, ctx, "eid")
+		step(t, ctx, "sign out", chromedp.Click("#signout"), chromedp.WaitVisible("#eid-idporten"))
+		if loc := eval[string](t, ctx, "location.href"); loc != s.gateway.URL+"/go" {
+			t.Errorf("after the eID sign-out over HTTPS the browser is at %q, want %s/go", loc, s.gateway.URL)
+		}
+		if _, ok := cookies(t, ctx, s)["__Host-pg_eid"]; ok {
+			t.Errorf("the eID cookie outlived the sign-out")
+		}
 	})
 }

@@ -434,11 +434,14 @@ func TestInstallUpgradeRemove(t *testing.T) {
 	checkGone(custom, false)
 }
 
-// start runs a program in the prefix and returns its output and exit status.
+// start runs a program in the prefix and returns its output and exit status. It has no
+// display: the wrapper that finds no browser tells the person in a message box, which
+// waits for someone to press OK on a display, and returns at once under Wine without
+// one. The box itself is webwrapper/alert's TestShowMessageBox, on test.sh's Xvfb.
 func (w *wine) start(args ...string) (string, int) {
 	w.t.Helper()
 	cmd := exec.Command("wine", args...)
-	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.Env = append(os.Environ(), append(w.env(), "DISPLAY=", "WAYLAND_DISPLAY=")...)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/site"
@@ -130,13 +131,13 @@ func TestUpdateNotice(t *testing.T) {
 	dir := t.TempDir()
 	siteURL := serveSite(t, dir)
 	publish(t, dir, "2.1.5.9")
-	settings := map[string]string{"CheckForUpdates": "True", "UpdateSite": siteURL}
+	settings := map[string]string{"CheckForUpdates": "True", "UpdateSite": siteURL, "Culture": "de-DE"}
 
 	d := newDesktop(t, s, settings)
 	w, p := signedIn(t, d)
 	p.waitFor(t, "the update notice", `document.getElementById("notice-link") && !document.getElementById("notice").hidden`)
-	if got := p.text(t, "#notice-text"); !strings.Contains(got, "2.1.5.9") {
-		t.Errorf("the notice says %q, want the new version 2.1.5.9", got)
+	if got, want := p.text(t, "#notice-text"), i18n.T("de", "webwrapper.update_notice", "version", "2.1.5.9"); got != want {
+		t.Errorf("the notice says %q, want %q: the new version, in the window's German", got, want)
 	}
 	if got := eval[string](t, p, `document.getElementById("notice-link").href`); got != siteURL+"SvcWebwrapper-2.1.5.9.msi" {
 		t.Errorf("the notice links %q, want the site's installer %s", got, siteURL+"SvcWebwrapper-2.1.5.9.msi")

@@ -91,7 +91,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 			w.applyLater(ctx, a, args)
 		}
 	}()
-	go w.checkUpdate(ctx, a)
+	go w.checkUpdate(ctx, a, opts.Language)
 	go w.trackBounds(ctx, a)
 	stopTray := startTray(ctx, a, w.log, w.tell.language())
 

@@ -21,6 +21,7 @@ import { myPlansView, memberPlanView } from "./views/member.js";
 import { endedView } from "./views/ended.js";
 import { t } from "./i18n.js";
 import { installLanguagePicker } from "./language.js";
+import { installOffline, forgetOffline } from "./offline.js";
 
 if (state.role === "member") {
   route("/go", myPlansView);
@@ -60,6 +61,8 @@ function sessionEnded() {
   }
   replace(document.getElementById("view"), endedView(state.role));
   signedOut();
+  // Nothing of the member whose session ended stays readable offline.
+  forgetOffline().catch(() => {});
 }
 onSessionEnded(sessionEnded);
 
@@ -83,6 +86,7 @@ async function boot() {
   document.getElementById("signout-form")?.addEventListener("submit", signedOut);
   installLanguagePicker();
   await start().catch(() => {});
+  if (state.role === "member") installOffline().catch(() => {});
 }
 
 // The module runs async, so that DOMContentLoaded does not wait for the module graph
