@@ -122,8 +122,9 @@ func TestEIDSignInSeesEveryClinic(t *testing.T) {
 			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/go" {
 				t.Fatalf("eID callback = %d to %q, want 303 to /go", res.StatusCode, res.Header.Get("Location"))
 			}
-			if res, shell := b.get("/go"); res.StatusCode != http.StatusOK || !strings.Contains(shell, `id="member"`) {
-				t.Fatalf("Go after the eID sign-in = %d, want the signed-in shell:\n%s", res.StatusCode, shell)
+			if res, shell := b.get("/go"); res.StatusCode != http.StatusOK || !strings.Contains(shell, `id="member"`) ||
+				!strings.Contains(shell, `<meta name="go-eid" content="offered">`) {
+				t.Fatalf("Go after the eID sign-in = %d, want the signed-in shell, which tells its script an eID is offered:\n%s", res.StatusCode, shell)
 			}
 			m := &apiClient{browser: b}
 			m.status()

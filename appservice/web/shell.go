@@ -29,6 +29,9 @@ type shellData struct {
 	// EIDs are the national eIDs the Go start page offers (a member's page without a
 	// session).
 	EIDs []eidButton
+	// EIDOffered tells Go's script that the start page offers an eID, so that its
+	// "session ended" view leads back there.
+	EIDOffered bool
 }
 
 // appShell serves the instructor's views. Without a session, /app itself sends to the
@@ -61,13 +64,13 @@ func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case s == nil || s.Pending:
-		h.renderShell(w, r, http.StatusUnauthorized, shellData{Role: store.RoleMember, EIDs: h.eidButtons()})
+		h.renderShell(w, r, http.StatusUnauthorized, shellData{Role: store.RoleMember, EIDs: h.eidButtons(), EIDOffered: len(h.eids.list) > 0})
 	case s.ConfirmLink || s.Account.Role != store.RoleMember:
 		http.Redirect(w, r, landing(s), http.StatusSeeOther)
 	default:
 		h.setOfflineOwner(w, s)
 		h.renderShell(w, r, http.StatusOK, shellData{Role: store.RoleMember, SignedIn: true,
-			Account: s.Account, Org: s.Organization}, h.eidLogoutOrigin(r)...)
+			Account: s.Account, Org: s.Organization, EIDOffered: len(h.eids.list) > 0}, h.eidLogoutOrigin(r)...)
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,6 +95,17 @@ func TestEIDSignIn(t *testing.T) {
 		checkMemberPlans(t, ctx, "Kari Nordmann", both)
 		screenshot(t, ctx, "plans-"+u.Username)
 		if u.Username != eidKari.Username {
+			// The session ends while the page is open (signed out elsewhere): the
+			// ended view leads back to Go's start page and its eID.
+			if !eval[bool](t, ctx, `fetch("/app/signout", {method: "POST", redirect: "manual",
+	body: new URLSearchParams(new FormData(document.getElementById("signout-form")))}).then((r) => r.type === "opaqueredirect" || r.ok)`) {
+				t.Fatal("signing out by the page's form failed")
+			}
+			if err := svc(t, ctx, `svcApp.openWorkout(`+strconv.FormatInt(planB.ID, 10)+`)`, nil); err == nil || err.Code != "session_required" {
+				t.Errorf("openWorkout after the sign-out = %v, want session_required", err)
+			}
+			waitView(t, ctx, "session-ended")
+			step(t, ctx, "sign in again from the ended view", chromedp.Click("#session-ended-eid"), chromedp.WaitVisible("#eid-idporten"))
 			continue
 		}
 		// Sign-out: the service session ends, and the provider's, which sends the

@@ -301,6 +301,12 @@ func TestGoOnThePhone(t *testing.T) {
 	}
 }
 
+// memberCaches are the names of the caches Go's worker keeps a member's answers in.
+func memberCaches(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, `caches.keys().then((names) => names.filter((n) => n.startsWith("go-member-")))`)
+}
+
 // seesNothingOf fails the test when the page shows any of the member's texts.
 func seesNothingOf(t *testing.T, ctx context.Context, what string, texts ...string) {
 	t.Helper()
@@ -361,6 +367,7 @@ func TestGoOfflineKeepsOneMember(t *testing.T) {
 	// Kari signs in on the same phone: offline shows her plans, nothing of Zoë's.
 	goLink(t, s, ctx, kariGo())
 	waitTrue(t, ctx, "Kari's plans kept", keptOffline(kariPlans))
+	kariCaches := memberCaches(t, ctx)
 	offline(t, ctx, true)
 	step(t, ctx, "offline reload as Kari", chromedp.Reload())
 	waitView(t, ctx, "my-plans")
@@ -378,6 +385,9 @@ func TestGoOfflineKeepsOneMember(t *testing.T) {
 	// answer of Zoë's session.
 	openGo(t, s, ctx, zoe())
 	waitTrue(t, ctx, "Zoë's plans kept again", keptOffline(zoePlans)+` && !(await caches.match("/app/api/workouts/`+strconv.FormatInt(kariPlans[0].ID, 10)+`"))`)
+	if zoeCaches := memberCaches(t, ctx); len(kariCaches) != 1 || len(zoeCaches) != 1 || zoeCaches[0] == kariCaches[0] {
+		t.Errorf("the member caches were %q as Kari and are %q as Zoë, want one each, not the same", kariCaches, zoeCaches)
+	}
 	offline(t, ctx, true)
 	step(t, ctx, "offline reload as Zoë", chromedp.Reload())
 	waitView(t, ctx, "my-plans")

@@ -190,6 +190,10 @@ func (i *Instance) handle(c net.Conn) {
 	}
 }
 
+// allowForeground lets the running instance, process pid, bring its window to the front;
+// a variable for the tests.
+var allowForeground = allowForegroundWindow
+
 // forward sends args to the instance whose pid is next to the lock.
 func forward(ctx context.Context, dir, base string, args []string) error {
 	pid, err := readPID(dir, base)
@@ -202,6 +206,10 @@ func forward(ctx context.Context, dir, base string, args []string) error {
 	if err != nil {
 		return err
 	}
+	// This start is the program the person (or their EHR) just started, which Windows lets
+	// take the foreground; the running instance, which brings its window to the front for
+	// every later start, may then too.
+	allowForeground(pid)
 	c, err := localsock.Dial(ctx, path)
 	if err != nil {
 		return fmt.Errorf("connecting to instance %d: %w", pid, err)
