@@ -122,6 +122,11 @@ func TestHTTPS(t *testing.T) {
 		screenshot(t, ctx, "go-link")
 		wantHostCookies(t, ctx, s, network.CookieSameSiteNone, "pg_session", "pg_csrf", "pg_device")
 		wantHSTS(t, ctx, s, "/go", "#member")
+		// Go installs and keeps its pages offline over HTTPS as on localhost (issue 36).
+		step(t, ctx, "Go again", chromedp.Navigate(s.gateway.URL+"/go"))
+		waitView(t, ctx, "my-plans")
+		installable(t, ctx, "en")
+		waitTrue(t, ctx, "kept for offline", keptOffline(nil))
 	})
 
 	t.Run("directory sign-in", func(t *testing.T) {

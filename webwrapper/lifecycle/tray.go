@@ -13,9 +13,9 @@ import (
 	"github.com/partnergate/partnergate/webwrapper/app"
 )
 
-// startTray shows the tray menu in lang (MinimizeOnExit keeps the wrapper there while its
-// window is closed): Show opens the window again, Sign out signs out and forgets the
-// sign-on (the next start asks for the password) and the wrapper runs on, Quit is close. Without a tray host (no
+// startTray shows the tray menu (MinimizeOnExit keeps the wrapper there while its window
+// is closed), in lang: Show opens the window again, Sign out signs out and forgets the
+// sign-on (the next start asks for the password) while the wrapper runs on, Quit is close. Without a tray host (no
 // DBus session bus on Linux: Xvfb, a bare X server) there is no menu and the wrapper runs
 // on: systray is not started at all then, since systray v1.12.2 leaves its DBus connection
 // nil when it finds no bus and closes that nil connection at Quit, a nil-pointer panic.
@@ -33,7 +33,7 @@ func startTray(ctx context.Context, a *app.App, log *slog.Logger, lang string) (
 			systray.SetTitle(product)
 			systray.SetTooltip(product)
 			for _, it := range trayMenu(lang) {
-				m := systray.AddMenuItem(it.label, "")
+				m := systray.AddMenuItem(it.label, it.tip)
 				go func() {
 					for {
 						select {

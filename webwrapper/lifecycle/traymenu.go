@@ -8,11 +8,12 @@ import (
 	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
-// trayItem is one item of the tray menu: its text key, its label in the menu's language,
-// and what choosing it does.
+// trayItem is one item of the tray menu: its text key, its label and tooltip in the
+// menu's language, and what choosing it does.
 type trayItem struct {
 	key   string
 	label string
+	tip   string // its key, until trayMenu puts the text there
 	do    func(context.Context, *app.App) error
 }
 
@@ -27,15 +28,16 @@ func trayMenu(lang string) []trayItem {
 		}
 	}
 	items := []trayItem{
-		{key: "webwrapper.tray.show", do: run(command.Show)},
-		{key: "webwrapper.tray.sign_out", do: func(ctx context.Context, a *app.App) error {
+		{key: "webwrapper.tray.show", tip: "webwrapper.tray.show_tip", do: run(command.Show)},
+		{key: "webwrapper.tray.sign_out", tip: "webwrapper.tray.sign_out_tip", do: func(ctx context.Context, a *app.App) error {
 			a.SignOut(ctx)
 			return nil
 		}},
-		{key: "webwrapper.tray.quit", do: run(command.Close)},
+		{key: "webwrapper.tray.quit", tip: "webwrapper.tray.quit_tip", do: run(command.Close)},
 	}
 	for i := range items {
 		items[i].label = i18n.T(lang, items[i].key)
+		items[i].tip = i18n.T(lang, items[i].tip)
 	}
 	return items
 }

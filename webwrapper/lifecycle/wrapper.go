@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partnergate/partnergate/i18n"
+	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/app"
 	"github.com/partnergate/partnergate/webwrapper/command"
 	"github.com/partnergate/partnergate/webwrapper/config"
@@ -93,7 +95,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	}()
 	go w.checkUpdate(ctx, a, opts.Language)
 	go w.trackBounds(ctx, a)
-	stopTray := startTray(ctx, a, w.log, w.tell.language())
+	stopTray := startTray(ctx, a, w.log, i18n.Choose(opts.Language, alert.Language()))
 
 	select {
 	case <-runDone:
