@@ -19,6 +19,16 @@ func eidNumber(t *testing.T, s *Store, country nationalid.Country, raw string) n
 	return n
 }
 
+// mustPlan makes a plan titled title for r's record, in r's organization.
+func mustPlan(t *testing.T, s *Store, r *Resolved, title string) *Workout {
+	t.Helper()
+	w, err := s.CreateWorkout(context.Background(), r.OrganizationID, 0, r.PersonID, 0, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // TestSignInByNationalIDKnownMember: a member a Go link of clinic A made, with a plan at A
 // and one at clinic B (B knows her by another contact id, the same ssn), signs in with the
 // eID to the same account and sees both plans; a number written with separators matches
@@ -30,14 +40,7 @@ func TestSignInByNationalIDKnownMember(t *testing.T) {
 			s := b.open(t, newClock())
 			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
 			mainB := mustResolve(t, s, clinicLink(linkspec.KindMain, "org-b", "Clinic B", kariAtB()))
-			planA, err := s.CreateWorkout(ctx, goA.OrganizationID, 0, goA.PersonID, 0, "Plan from A")
-			if err != nil {
-				t.Fatal(err)
-			}
-			planB, err := s.CreateWorkout(ctx, mainB.OrganizationID, 0, mainB.PersonID, 0, "Plan from B")
-			if err != nil {
-				t.Fatal(err)
-			}
+			planA, planB := mustPlan(t, s, goA, "Plan from A"), mustPlan(t, s, mainB, "Plan from B")
 			accounts, members := count(t, s, "accounts"), count(t, s, "members")
 
 			for _, raw := range []string{kariSSN, "170535 50088", "170535-50088"} {
@@ -79,10 +82,7 @@ func TestSignInByNationalIDContactWithoutAccount(t *testing.T) {
 			if mainA.MemberID != mainB.MemberID {
 				t.Fatalf("main links of A and B = members %d and %d, want one", mainA.MemberID, mainB.MemberID)
 			}
-			planA, err := s.CreateWorkout(ctx, mainA.OrganizationID, 0, mainA.PersonID, 0, "Plan from A")
-			if err != nil {
-				t.Fatal(err)
-			}
+			planA := mustPlan(t, s, mainA, "Plan from A")
 			instructors := count(t, s, "accounts")
 
 			in, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, kariSSN))

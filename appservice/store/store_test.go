@@ -215,7 +215,7 @@ func linkSession(t *testing.T, s *Store, r *Resolved) *Session {
 	return ex.Session
 }
 
-// eidSession signs a member account in as the national eID sign-in will: its session sees
+// eidSession signs a member account in as the national eID sign-in does: its session sees
 // the member's plans of every organization (ScopeMember).
 func eidSession(t *testing.T, s *Store, account int64) *Session {
 	t.Helper()
