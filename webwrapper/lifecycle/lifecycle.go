@@ -75,7 +75,6 @@ func Run(ctx context.Context, args []string, o Options) int {
 	if err != nil {
 		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", fmt.Errorf("finding the program: %w", err))
 	}
-	t.exe = exe
 	userPath, err := config.UserPath(vendor, product)
 	if err != nil {
 		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
