@@ -86,8 +86,8 @@ type turnRefusal int
 
 const (
 	refusedFailed  turnRefusal = iota // the database failed
-	refusedLimited                // too many attempts: Retry-After says when to try again
-	refusedBusy                   // too many password checks at once
+	refusedLimited                    // too many attempts: Retry-After says when to try again
+	refusedBusy                       // too many password checks at once
 )
 
 // admit is the gate before a password is checked or hashed (sign-in, account creation):

@@ -64,40 +64,15 @@ type env struct {
 // for it (read_body), so that a slowloris-style body cannot hold a connection forever.
 // Every field's header is on (field_headers all), so that the attacks on the fields'
 // headers (markup, spoofing, Connection tokens) meet the widest contract.
-const gatewayCaddyfile = `{
-	admin {{.Admin}}
-	servers {
-		timeouts {
-			read_header 5s
-			read_body   {{.Vars.read_body}}
-			idle        1m
-		}
-	}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner acme {
-				jwks_file  {{.Vars.acme}}
-				issuer     https://acme.example
-				audience   svc-link
-				algorithms RS256 PS256 ES256
-				origins    {{.Vars.acme_origin}} http://localhost:8081
-			}
-			partner beta {
-				jwks_file  {{.Vars.beta}}
-				issuer     https://beta.example
-				audience   svc-link
-				algorithms ES256
-			}
-			upstream_secret {{.Vars.secret}}
-			field_headers all
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
+var gatewayCaddyfile = harness.Gateway{
+	Global: []string{"servers {\n\ttimeouts {\n\t\tread_header 5s\n\t\tread_body {{.Vars.read_body}}\n\t\tidle 1m\n\t}\n}"},
+	Partners: []string{
+		harness.PartnerBlock("acme", "jwks_file {{.Vars.acme}}", "issuer https://acme.example", "audience svc-link",
+			"algorithms RS256 PS256 ES256", "origins {{.Vars.acme_origin}} http://localhost:8081"),
+		harness.PartnerBlock("beta", "jwks_file {{.Vars.beta}}", "issuer https://beta.example", "audience svc-link", "algorithms ES256"),
+	},
+	Handler: []string{"upstream_secret {{.Vars.secret}}", "field_headers all"},
+}.Caddyfile()
 
 // acmeFormOrigin is the page acme's forms come from (its origins; beta has none).
 const acmeFormOrigin = "https://ehr.acme.example"

@@ -128,23 +128,9 @@ func jwksOf(t *testing.T, keys ...map[string]any) []byte {
 	return mustJSON(t, map[string]any{"keys": keys})
 }
 
-const keyFileCaddyfile = `{
-	admin off
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner acme {
-				jwks_file {{.Vars.jwks}}
-				issuer    https://acme.example
-				audience  svc-link
-			}
-		}
-		respond "upstream" 200
-	}
-}
-`
+// keyFileCaddyfile is a gateway whose acme keys are the file {{.Vars.jwks}}.
+var keyFileCaddyfile = harness.Gateway{AdminOff: true, Next: `respond "upstream" 200`,
+	Partners: []string{acmeFileBlock}}.Caddyfile()
 
 // TestKeyFileRefusesDoSKeys: a jwks_file holding any bad key makes caddy validate fail,
 // with a message naming the key and the reason.
@@ -200,24 +186,9 @@ func TestKeyFileRefusedByRun(t *testing.T) {
 	}
 }
 
-const keyURLCaddyfile = `{
-	admin off
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner acme {
-				jwks_url         {{.Vars.jwks_url}}
-				refresh_cooldown 1s
-				issuer           https://acme.example
-				audience         svc-link
-			}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
+// keyURLCaddyfile is a gateway whose acme keys are fetched from {{.Vars.jwks_url}}.
+var keyURLCaddyfile = harness.Gateway{AdminOff: true, Partners: []string{harness.PartnerBlock("acme",
+	"jwks_url {{.Vars.jwks_url}}", "refresh_cooldown 1s", "issuer https://acme.example", "audience svc-link")}}.Caddyfile()
 
 // urlGateway starts a gateway whose acme keys come from srv.
 func urlGateway(t *testing.T, srv *harness.JWKSServer, up *harness.Upstream) *harness.Caddy {

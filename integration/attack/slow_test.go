@@ -28,25 +28,8 @@ func TestSlowBodyEnded(t *testing.T) {
 		e := newEnv(t)
 		up := harness.NewUpstream(t)
 		c := harness.StartCaddy(t, harness.Config{
-			Caddyfile: `{
-	admin off
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner acme {
-				jwks_file {{.Vars.jwks}}
-				issuer    https://acme.example
-				audience  svc-link
-			}
-			read_timeout 2s
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`,
-			Vars: map[string]string{"jwks": e.jwksPaths["acme"], "upstream": up.Addr()},
+			Caddyfile: harness.Gateway{AdminOff: true, Handler: []string{"read_timeout 2s"}, Partners: []string{acmeFileBlock}}.Caddyfile(),
+			Vars:      map[string]string{"jwks": e.jwksPaths["acme"], "upstream": up.Addr()},
 		})
 		slowBody(t, c, up, e.token(t, "acme-rs", nil), "2s")
 	})
@@ -81,24 +64,8 @@ func TestDeclaredHugeBodyRefused(t *testing.T) {
 	e := newEnv(t)
 	up := harness.NewUpstream(t)
 	defaults := harness.StartCaddy(t, harness.Config{
-		Caddyfile: `{
-	admin off
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner acme {
-				jwks_file {{.Vars.jwks}}
-				issuer    https://acme.example
-				audience  svc-link
-			}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`,
-		Vars: map[string]string{"jwks": e.jwksPaths["acme"], "upstream": up.Addr()},
+		Caddyfile: harness.Gateway{AdminOff: true, Partners: []string{acmeFileBlock}}.Caddyfile(),
+		Vars:      map[string]string{"jwks": e.jwksPaths["acme"], "upstream": up.Addr()},
 	})
 	for _, gw := range []struct {
 		name string
@@ -149,3 +116,6 @@ func hugeBody(t *testing.T, c *harness.Caddy, up *harness.Upstream, expect bool)
 		t.Errorf("the upstream received %d requests, want 0", n)
 	}
 }
+
+// acmeFileBlock is partner acme with its keys from the file {{.Vars.jwks}}.
+var acmeFileBlock = harness.PartnerBlock("acme", "jwks_file {{.Vars.jwks}}", "issuer https://acme.example", "audience svc-link")

@@ -37,35 +37,14 @@ const goAudience = "partnergate-demo-go"
 // compatCaddyfile is the gateway with partner demo (both kinds) and gonly (Go links only),
 // its log as JSON on stderr (the tests read the warning lines), and every field's header on
 // so that the tests see which fields reach the upstream as headers of their own.
-const compatCaddyfile = `{
-	admin {{.Admin}}
-	log {
-		output stderr
-		format json
-		level INFO
-	}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-			partner gonly {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + goAudience + `
-				kinds go
-			}
-			field_headers all
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
+var compatCaddyfile = harness.Gateway{
+	Global: []string{"log {\n\toutput stderr\n\tformat json\n\tlevel INFO\n}"},
+	Partners: []string{
+		harness.PartnerBlock("demo", "{{.Vars.keys}}", "issuer "+issuer, "audience "+audience),
+		harness.PartnerBlock("gonly", "{{.Vars.keys}}", "issuer "+issuer, "audience "+goAudience, "kinds go"),
+	},
+	Handler: []string{"field_headers all"},
+}.Caddyfile()
 
 // startCompat runs caddy with compatCaddyfile and the partners' keys.
 func startCompat(t *testing.T, keys ...*harness.Key) *gateway {

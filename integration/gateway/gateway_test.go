@@ -26,52 +26,22 @@ const (
 
 // gatewayCaddyfile is Caddyfile.example's shape on free ports, with the gateway's own log
 // at debug level (the privacy test reads it) and the access log on stderr.
-const gatewayCaddyfile = `{
-	admin {{.Admin}}
-	log {
-		output stderr
-		format json
-		level INFO
-	}
-	log debuggateway {
-		output stderr
-		format json
-		level DEBUG
-		include http.handlers.jwt_partner
-	}
-}
-
-http://127.0.0.1:{{.Port}} {
-	log {
-		output stderr
-		format json
-	}
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-				{{.Vars.partner}}
-			}
-			partner gonly {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + goOnlyAudience + `
-				kinds go
-			}
-			upstream_secret {env.TEST_UPSTREAM_SECRET}
-			{{.Vars.handler}}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-	reverse_proxy {{.Vars.upstream}} {
-		header_up -X-Partner-*
-		header_up -X-Partner_*
-	}
-	{{.Vars.site}}
-}
-`
+var gatewayCaddyfile = harness.Gateway{
+	Global: []string{
+		"log {\n\toutput stderr\n\tformat json\n\tlevel INFO\n}",
+		"log debuggateway {\n\toutput stderr\n\tformat json\n\tlevel DEBUG\n\tinclude http.handlers.jwt_partner\n}",
+	},
+	Partners: []string{
+		harness.PartnerBlock("demo", "{{.Vars.keys}}", "issuer "+issuer, "audience "+audience, "{{.Vars.partner}}"),
+		harness.PartnerBlock("gonly", "{{.Vars.keys}}", "issuer "+issuer, "audience "+goOnlyAudience, "kinds go"),
+	},
+	Handler: []string{"upstream_secret {env.TEST_UPSTREAM_SECRET}", "{{.Vars.handler}}"},
+	Site: []string{
+		"log {\n\toutput stderr\n\tformat json\n}",
+		"reverse_proxy {{.Vars.upstream}} {\n\theader_up -X-Partner-*\n\theader_up -X-Partner_*\n}",
+		"{{.Vars.site}}",
+	},
+}.Caddyfile()
 
 type gateway struct {
 	*harness.Caddy

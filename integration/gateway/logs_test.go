@@ -210,31 +210,11 @@ func grep(s, sub string) string {
 // but those the log excludes ({{.Vars.exclude}}). Every field's header is on, so that the
 // test sees a plain field header (X-Partner-Contact-Ssn) in reverse_proxy's line as well as
 // the claims, which it logs in every configuration.
-const debugCaddyfile = `{
-	admin {{.Admin}}
-	debug
-	log {
-		output stderr
-		format json
-		{{.Vars.exclude}}
-	}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-			upstream_secret {env.TEST_UPSTREAM_SECRET}
-			field_headers all
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
+var debugCaddyfile = harness.Gateway{
+	Global:   []string{"debug", "log {\n\toutput stderr\n\tformat json\n\t{{.Vars.exclude}}\n}"},
+	Partners: []string{harness.PartnerBlock("demo", "{{.Vars.keys}}", "issuer "+issuer, "audience "+audience)},
+	Handler:  []string{"upstream_secret {env.TEST_UPSTREAM_SECRET}", "field_headers all"},
+}.Caddyfile()
 
 // proxyDebugWarning is the start of the handler's warning that reverse_proxy logs at debug.
 const proxyDebugWarning = "reverse_proxy logs at debug level"

@@ -17,32 +17,11 @@ import (
 
 // upstreamCaddyfile is the partner route of Caddyfile.example in front of an upstream
 // the test controls, with reverse_proxy's retry lines ({{.Vars.proxy}}).
-const upstreamCaddyfile = `{
-	admin {{.Admin}}
-	log {
-		output stderr
-		format json
-		level INFO
-		exclude http.handlers.reverse_proxy
-	}
-	{{.Vars.proxylog}}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				{{.Vars.keys}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-		}
-		reverse_proxy {{.Vars.upstream}} {
-			{{.Vars.proxy}}
-		}
-	}
-}
-`
+var upstreamCaddyfile = harness.Gateway{
+	Global:   []string{"log {\n\toutput stderr\n\tformat json\n\tlevel INFO\n\texclude http.handlers.reverse_proxy\n}", "{{.Vars.proxylog}}"},
+	Partners: []string{harness.PartnerBlock("demo", "{{.Vars.keys}}", "issuer "+issuer, "audience "+audience)},
+	Next:     "reverse_proxy {{.Vars.upstream}} {\n\t{{.Vars.proxy}}\n}",
+}.Caddyfile()
 
 // startUpstreamGateway runs upstreamCaddyfile in front of upstream (host:port).
 func startUpstreamGateway(t *testing.T, key *harness.Key, upstream, proxy string) *harness.Caddy {

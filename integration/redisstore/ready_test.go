@@ -18,31 +18,13 @@ import (
 // readyCaddyfile is a gateway with the readiness route on a listener of its own, as the
 // docs/jwt_partner.md shows: /ready for the gateway, /healthz for the gateway and then the app service.
 // Vars.remote, when not empty, adds a partner whose key set comes from Vars.jwksURL.
-const readyCaddyfile = `{
-	admin {{.Admin}}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				jwks_file {{.Vars.jwks}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-			{{if .Vars.remote}}partner remote {
-				jwks_url {{.Vars.jwksURL}}
-				issuer ` + issuer + `
-				audience remote-audience
-				refresh_min 1s
-			}{{end}}
-			nonce_store redis {{.Vars.redis}}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-
-http://127.0.0.1:{{.Vars.readyPort}} {
+var readyCaddyfile = harness.Gateway{
+	Partners: []string{
+		harness.PartnerBlock("demo", "jwks_file {{.Vars.jwks}}", "issuer "+issuer, "audience "+audience),
+		"{{if .Vars.remote}}" + harness.PartnerBlock("remote", "jwks_url {{.Vars.jwksURL}}", "issuer "+issuer, "audience remote-audience", "refresh_min 1s") + "{{end}}",
+	},
+	Handler: []string{"nonce_store redis {{.Vars.redis}}"},
+	More: `http://127.0.0.1:{{.Vars.readyPort}} {
 	handle /ready {
 		jwt_partner_ready
 	}
@@ -53,7 +35,8 @@ http://127.0.0.1:{{.Vars.readyPort}} {
 		reverse_proxy {{.Vars.upstream}}
 	}
 }
-`
+`,
+}.Caddyfile()
 
 // readyAnswer is a readiness answer as a load balancer sees it.
 type readyAnswer struct {

@@ -24,24 +24,10 @@ const (
 	audience = "partnergate-demo"
 )
 
-const caddyfile = `{
-	admin {{.Admin}}
-}
-
-http://127.0.0.1:{{.Port}} {
-	route /partner/* {
-		jwt_partner {
-			partner demo {
-				jwks_file {{.Vars.jwks}}
-				issuer ` + issuer + `
-				audience ` + audience + `
-			}
-			{{.Vars.store}}
-		}
-		reverse_proxy {{.Vars.upstream}}
-	}
-}
-`
+var caddyfile = harness.Gateway{
+	Partners: []string{harness.PartnerBlock("demo", "jwks_file {{.Vars.jwks}}", "issuer "+issuer, "audience "+audience)},
+	Handler:  []string{"{{.Vars.store}}"},
+}.Caddyfile()
 
 func TestMain(m *testing.M) { harness.Main(m) }
 
