@@ -243,16 +243,20 @@ func (h *Handler) setEIDCookie(w http.ResponseWriter, r *http.Request, value str
 		Secure: h.https(r), SameSite: http.SameSiteLaxMode, MaxAge: maxAge})
 }
 
-// eidLogout is where the sign-out of an eID session goes once the service session has
-// ended (signout): the provider's end_session_endpoint with the ID token as its hint, when
-// the provider offers one, else the Go start page; "" for a browser without an eID
-// session's cookie. The cookie ends.
-func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.Request) string {
+// eidLogout is where the sign-out of an eID session (eidSession: the session ended was
+// one) goes once the service session has ended (signout): the provider's
+// end_session_endpoint with the ID token as its hint, when the provider offers one, else
+// the Go start page; "" for another session or a browser without an eID session's cookie.
+// The cookie ends either way.
+func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.Request, eidSession bool) string {
 	raw := h.cookie(r, eidCookie)
 	if raw == "" {
 		return ""
 	}
 	h.setEIDCookie(w, r, "", -1)
+	if !eidSession {
+		return ""
+	}
 	s, ok := h.openEID(raw)
 	p := h.eids.byName[s.Provider]
 	if !ok || p == nil {
@@ -265,10 +269,13 @@ func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.
 	return p.logoutTarget(ctx, s.IDToken, back, "/go")
 }
 
-// eidLogoutOrigin is the origin of the logout of the provider that signed the browser's
-// eID session in, which the sign-out form's answer redirects to (the page's CSP
+// eidLogoutOrigin is the origin of the logout of the provider that signed sess, the
+// browser's eID session, in, which the sign-out form's answer redirects to (the page's CSP
 // form-action must allow it); none for another session.
-func (h *Handler) eidLogoutOrigin(r *http.Request) []string {
+func (h *Handler) eidLogoutOrigin(r *http.Request, sess *store.Session) []string {
+	if sess == nil || sess.Scope != store.ScopeMember {
+		return nil
+	}
 	s, ok := h.openEID(h.cookie(r, eidCookie))
 	if p := h.eids.byName[s.Provider]; ok && p != nil {
 		return p.logoutOrigin(r.Context())
