@@ -138,11 +138,19 @@ func (p *eidProvider) assured(acr string) bool {
 	return i >= 0 && i >= slices.Index(p.levels, p.MinACR)
 }
 
-// eidSignIn starts an eID sign-in (GET /app/eid/{name}/signin), asking for MinACR.
+// eidSignIn starts an eID sign-in (GET /app/eid/{name}/signin), asking for MinACR. A
+// browser with a session goes to its landing instead: the start page offers the eID only
+// to a browser without one, and a link from another site to this address, which a
+// provider with a single sign-on session answers at once, must not swap the person's
+// session for another.
 func (h *Handler) eidSignIn(w http.ResponseWriter, r *http.Request) {
 	p := h.eids.byName[r.PathValue("name")]
 	if p == nil {
 		h.fail(w, problem.New(problem.CodeNotFound, ""))
+		return
+	}
+	if cur := h.session(r); cur != nil && !cur.Pending {
+		http.Redirect(w, r, landing(cur), http.StatusSeeOther)
 		return
 	}
 	h.startFlow(w, r, &p.oidcClient, oauth2.SetAuthURLParam("acr_values", p.MinACR))

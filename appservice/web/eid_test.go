@@ -273,6 +273,14 @@ func TestEIDSignOutAtProvider(t *testing.T) {
 	if res, _ := b.get("/go"); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("Go after the sign-out = %d, want 401", res.StatusCode)
 	}
+	// A browser with a session does not start an eID sign-in: it goes to its landing,
+	// so another site's link to the sign-in cannot swap its session.
+	linked := newBrowser(t, f.h)
+	linked.signInByLink(f.link(t, goPayload(), "go"))
+	if res, _ := linked.get("/app/eid/idporten/signin"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/go" {
+		t.Errorf("eID sign-in in a browser with a Go link's session = %d to %q, want 303 to /go", res.StatusCode, res.Header.Get("Location"))
+	}
+
 	// A Go link's session that took an eID session's place in the browser signs out as a
 	// link's does: not at the provider.
 	idporten.logout = "http://" + provider.Host + "/end_session"
