@@ -388,6 +388,14 @@ func (a *App) now(ctx context.Context, c command.Command) result {
 // for a sign-in and makes Run return. A page that cannot sign out (closed, slow) does not
 // keep the wrapper from closing.
 func (a *App) close(ctx context.Context) {
+	a.SignOut(ctx)
+	a.closeOnce.Do(func() { close(a.closing) })
+}
+
+// SignOut signs the page out and forgets the external user's sign-on link and its device
+// sign-on (the tray's "Sign out", and close), so that the next start asks for the
+// password; the wrapper runs on, its window at the sign-in page.
+func (a *App) SignOut(ctx context.Context) {
 	a.mu.Lock()
 	eng, signedIn, external := a.eng, a.signedIn || a.account.ID != 0, a.external
 	a.mu.Unlock()
@@ -405,7 +413,6 @@ func (a *App) close(ctx context.Context) {
 	a.Wait() // a device sign-on being issued is ended with the rest
 	a.forget(ctx, external)
 	a.setSignedIn(false)
-	a.closeOnce.Do(func() { close(a.closing) })
 }
 
 // run carries out one queued command.

@@ -99,3 +99,39 @@ func TestDeviceSignOnIssued(t *testing.T) {
 		t.Errorf("the service signed out %q; want credential-2 at close", f.signouts)
 	}
 }
+
+// TestSignOutRunsOn: the tray's "Sign out" signs the page out and ends the device
+// sign-on at the service with the link, and the wrapper runs on.
+func TestSignOutRunsOn(t *testing.T) {
+	f := &deviceService{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
+	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}}
+	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
+	eng.SetCookies([]*http.Cookie{{Name: "pg_session", Value: "fresh-session"}})
+	eng.Handle("signOut", func([]any) (any, error) { return nil, nil })
+	signIn(eng, 7)
+	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
+	a.SignOut(context.Background())
+	if _, ok, _ := links.Get(`DOMAIN\asa`); ok {
+		t.Error("Sign out kept the link")
+	}
+	calls := eng.Calls()
+	if len(calls) == 0 || calls[len(calls)-1].Fn != "signOut" {
+		t.Errorf("page calls = %+v, want signOut last", calls)
+	}
+	f.mu.Lock()
+	if len(f.signouts) != 1 || f.signouts[0] != "credential-1" {
+		t.Errorf("the service signed out %q; want credential-1", f.signouts)
+	}
+	f.mu.Unlock()
+	select {
+	case <-a.Done():
+		t.Fatal("the wrapper ended at Sign out")
+	default:
+	}
+	if out, _, err := a.Do(context.Background(), cmd(t, "version", nil)); err != nil || string(out) != "2.1.5.0" {
+		t.Errorf("version after Sign out = %q, %v", out, err)
+	}
+}

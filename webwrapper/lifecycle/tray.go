@@ -10,13 +10,12 @@ import (
 
 	"fyne.io/systray"
 
-	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/webwrapper/app"
-	"github.com/partnergate/partnergate/webwrapper/command"
 )
 
 // startTray shows the tray menu (MinimizeOnExit keeps the wrapper there while its window
-// is closed), in lang: Show opens the window again, Quit ends the wrapper. Without a tray host (no
+// is closed), in lang: Show opens the window again, Sign out signs out and forgets the
+// sign-on (the next start asks for the password) while the wrapper runs on, Quit is close. Without a tray host (no
 // DBus session bus on Linux: Xvfb, a bare X server) there is no menu and the wrapper runs
 // on: systray is not started at all then, since systray v1.12.2 leaves its DBus connection
 // nil when it finds no bus and closes that nil connection at Quit, a nil-pointer panic.
@@ -33,24 +32,21 @@ func startTray(ctx context.Context, a *app.App, log *slog.Logger, lang string) (
 		systray.Run(func() {
 			systray.SetTitle(product)
 			systray.SetTooltip(product)
-			show := systray.AddMenuItem(i18n.T(lang, "webwrapper.tray.show"), i18n.T(lang, "webwrapper.tray.show_tip"))
-			quit := systray.AddMenuItem(i18n.T(lang, "webwrapper.tray.quit"), i18n.T(lang, "webwrapper.tray.quit_tip"))
-			go func() {
-				for {
-					var c command.Command
-					select {
-					case <-show.ClickedCh:
-						c = command.Command{Name: command.Show}
-					case <-quit.ClickedCh:
-						c = command.Command{Name: command.Close}
-					case <-a.Done():
-						return
+			for _, it := range trayMenu(lang) {
+				m := systray.AddMenuItem(it.label, it.tip)
+				go func() {
+					for {
+						select {
+						case <-m.ClickedCh:
+							if err := it.do(ctx, a); err != nil {
+								log.Warn("tray", "item", it.key, "error", err)
+							}
+						case <-a.Done():
+							return
+						}
 					}
-					if _, _, err := a.Do(ctx, c); err != nil {
-						log.Warn("tray", "command", string(c.Name), "error", err)
-					}
-				}
-			}()
+				}()
+			}
 		}, nil)
 	}()
 	return func() {

@@ -26,7 +26,7 @@ import (
 
 // The tray's menu is in the window's language: read from a session bus of the test's own
 // as a tray host reads it (com.canonical.dbusmenu on the StatusNotifierItem's menu), the
-// items are "Vis" and "Avslutt" in Norwegian.
+// items are "Vis", "Logg ut" and "Avslutt" in Norwegian.
 func TestTrayMenuLanguage(t *testing.T) {
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
 		t.Fatal("the tray's test needs a session bus: apt-get install -y dbus (scripts/test-deps.sh does)")
@@ -71,18 +71,18 @@ func TestTrayMenuLanguage(t *testing.T) {
 		t.Fatal(err)
 	}
 	menu := conn.Object(fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", os.Getpid()), "/StatusNotifierItem/menu")
-	want := []string{i18n.T("nb", "webwrapper.tray.show"), i18n.T("nb", "webwrapper.tray.quit")}
+	want := []string{i18n.T("nb", "webwrapper.tray.show"), i18n.T("nb", "webwrapper.tray.sign_out"), i18n.T("nb", "webwrapper.tray.quit")}
 	var got []string
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		// The items' properties, as a tray host reads them after the layout (ids 1 and 2,
-		// the tray's two items). GetLayout itself is left out: systray v1.12.2 answers it
+		// The items' properties, as a tray host reads them after the layout (ids 1 to 3,
+		// the tray's three items). GetLayout itself is left out: systray v1.12.2 answers it
 		// with a data race of its own (refresh writes the menu's version unlocked).
 		var items []struct {
 			ID    int32
 			Props map[string]dbus.Variant
 		}
 		got = nil
-		err := menu.Call("com.canonical.dbusmenu.GetGroupProperties", 0, []int32{1, 2}, []string{"label"}).Store(&items)
+		err := menu.Call("com.canonical.dbusmenu.GetGroupProperties", 0, []int32{1, 2, 3}, []string{"label"}).Store(&items)
 		for _, it := range items {
 			if l, ok := it.Props["label"].Value().(string); ok {
 				got = append(got, l)
@@ -96,7 +96,7 @@ func TestTrayMenuLanguage(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // the menu is exported a moment after the tray starts
 	}
-	if want[0] != "Vis" || want[1] != "Avslutt" {
+	if want[0] != "Vis" || want[1] != "Logg ut" || want[2] != "Avslutt" {
 		t.Errorf("the Norwegian items are %q", want)
 	}
 }
