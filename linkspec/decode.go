@@ -2,7 +2,9 @@ package linkspec
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -175,4 +177,37 @@ func CheckClaimsDepth(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// FieldPath writes a JSON pointer as a FieldError names a field: members joined by dots,
+// array indexes in brackets ("/contact/firstname" is contact.firstname, "/items/0/sets" is
+// items[0].sets). A member name longer than 64 bytes is cut there and ends in "…": the
+// name comes from the sender, and an error repeats it.
+func FieldPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(Clip(tok))
+	}
+	return b.String()
+}
+
+// Clip cuts a string the sender chose to 64 bytes, on a rune boundary, ending in "…" where
+// it was cut, so that an error or a log line that repeats it stays short.
+func Clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for !utf8.ValidString(s) && len(s) > 0 {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestDecodePayload(t *testing.T) {
@@ -74,5 +75,28 @@ func TestCheckMemberNamesNamesTheField(t *testing.T) {
 	var ne *NameError
 	if !errors.As(err, &ne) || ne.Field != "contact.id" || !errors.Is(err, ErrNearName) {
 		t.Fatalf("DecodePayload(contact.ID) error = %v, want a NameError for contact.id", err)
+	}
+}
+
+// TestFieldPath: a JSON pointer is named as the field errors of the gateway and of the
+// app service's API both name a field, and a long member name the sender chose is cut.
+func TestFieldPath(t *testing.T) {
+	long := strings.Repeat("é", 40) // 80 bytes
+	for _, tt := range []struct {
+		pointer jsontext.Pointer
+		want    string
+	}{
+		{"", ""},
+		{"/employeeId", "employeeId"},
+		{"/contact/firstname", "contact.firstname"},
+		{"/items/0/sets", "items[0].sets"},
+		{"/items/12", "items[12]"},
+		{"/0", "0"},
+		{"/a~1b/c~0d", "a/b.c~d"},
+		{jsontext.Pointer("/" + long), strings.Repeat("é", 32) + "…"},
+	} {
+		if got := FieldPath(tt.pointer); got != tt.want {
+			t.Errorf("FieldPath(%q) = %q, want %q", tt.pointer, got, tt.want)
+		}
 	}
 }

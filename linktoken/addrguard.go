@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/partnergate/partnergate/linkspec"
 )
 
 // guardTransport makes tr dial only through the guard. The guard judges the address it
@@ -94,7 +96,7 @@ func (g *dialGuard) dial(ctx context.Context, network, address string) (net.Conn
 	var errs []error
 	for _, a := range addrs {
 		if guarded && !publicAddr(a) {
-			errs = append(errs, fmt.Errorf("key set host %s resolves to %s, not a public address", clip(host), a))
+			errs = append(errs, fmt.Errorf("key set host %s resolves to %s, not a public address", linkspec.Clip(host), a))
 			continue
 		}
 		conn, err := g.dialer.DialContext(ctx, network, net.JoinHostPort(a.Unmap().String(), port))
@@ -104,7 +106,7 @@ func (g *dialGuard) dial(ctx context.Context, network, address string) (net.Conn
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return nil, fmt.Errorf("key set host %s has no address", clip(host))
+		return nil, fmt.Errorf("key set host %s has no address", linkspec.Clip(host))
 	}
 	return nil, errors.Join(errs...)
 }
@@ -173,7 +175,7 @@ func CheckKeySetURL(raw string) error {
 		}
 		return errors.New("key set URL must use https (http is accepted for loopback hosts only)")
 	}
-	return fmt.Errorf("key set URL scheme %q is not https", clip(u.Scheme))
+	return fmt.Errorf("key set URL scheme %q is not https", linkspec.Clip(u.Scheme))
 }
 
 func isLoopback(host string) bool {

@@ -136,7 +136,7 @@ func (a *audience) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (a *audience) keep(val jsontext.Value) {
 	if a.record {
 		unq, _ := jsontext.AppendUnquote(nil, val)
-		a.seen = append(a.seen, clip(string(unq)))
+		a.seen = append(a.seen, linkspec.Clip(string(unq)))
 	}
 }
 
@@ -194,14 +194,13 @@ func decodeClaims(data []byte, c *claims) error {
 	case registeredClaims[top]:
 		return &Error{Code: problem.CodeClaimsInvalid, Detail: registeredTypeDetail(top)}
 	}
-	field := fieldPath(serr.JSONPointer)
+	field := linkspec.FieldPath(serr.JSONPointer)
 	kind, from := kindOfClaims(data)
 	return &Error{
-		Code:     problem.CodePayloadInvalid,
-		Detail:   "a payload field has the wrong JSON type" + kindSentence(kind, from),
-		Fields:   []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
-		Kind:     kind,
-		KindFrom: from,
+		Code:   problem.CodePayloadInvalid,
+		Detail: "a payload field has the wrong JSON type" + kindSentence(kind, from),
+		Fields: []linkspec.FieldError{{Field: field, Reason: "wrong JSON type"}},
+		Hints:  problem.Hints{Kind: string(kind), KindFrom: from},
 	}
 }
 
@@ -244,19 +243,6 @@ func kindSentence(kind linkspec.Kind, from []string) string {
 	return ""
 }
 
-// fieldPath turns a JSON pointer into the dotted path of linkspec.FieldError
-// ("/contact/firstname" to "contact.firstname"). Array indexes do not occur in the payload.
-func fieldPath(p jsontext.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(clip(tok))
-	}
-	return b.String()
-}
-
 // checkIssuer enforces docs/interface.md A-AUTH-9 and RFC 7519 §4.1.1: iss equals the
 // agreed issuer, compared exactly. The agreed issuer, like the audience and the lifetime
 // limit below, is in the answer: only a token the partner's key signed gets this far, and
@@ -264,9 +250,9 @@ func fieldPath(p jsontext.Pointer) string {
 func (v *Verifier) checkIssuer(c *claims) error {
 	if c.Issuer != v.rules.Issuer {
 		return &Error{
-			Code:     problem.CodeIssuerInvalid,
-			Detail:   fmt.Sprintf("the iss claim is not the issuer agreed for this partner: it must be exactly %q", v.rules.Issuer),
-			Expected: v.rules.Issuer,
+			Code:   problem.CodeIssuerInvalid,
+			Detail: fmt.Sprintf("the iss claim is not the issuer agreed for this partner: it must be exactly %q", v.rules.Issuer),
+			Hints:  problem.Hints{Expected: v.rules.Issuer},
 		}
 	}
 	return nil
@@ -279,9 +265,9 @@ func (v *Verifier) checkAudience(c *claims) error {
 		return nil
 	}
 	return &Error{
-		Code:     problem.CodeAudienceInvalid,
-		Detail:   fmt.Sprintf("the aud claim does not contain the audience agreed for this partner: it must be %q, or an array that contains it", v.rules.Audience),
-		Expected: v.rules.Audience,
+		Code:   problem.CodeAudienceInvalid,
+		Detail: fmt.Sprintf("the aud claim does not contain the audience agreed for this partner: it must be %q, or an array that contains it", v.rules.Audience),
+		Hints:  problem.Hints{Expected: v.rules.Audience},
 	}
 }
 
@@ -303,9 +289,9 @@ func (v *Verifier) checkLifetime(c *claims) error {
 	limit := int64(v.rules.MaxLifetime / time.Second)
 	if c.Expiry.v-c.NotBefore.v > limit {
 		return &Error{
-			Code:        problem.CodeLifetimeTooLong,
-			Detail:      fmt.Sprintf("exp is more than %d seconds after nbf: the partner's tokens live at most %d seconds (exp - nbf <= %d)", limit, limit, limit),
-			MaxLifetime: limit,
+			Code:   problem.CodeLifetimeTooLong,
+			Detail: fmt.Sprintf("exp is more than %d seconds after nbf: the partner's tokens live at most %d seconds (exp - nbf <= %d)", limit, limit, limit),
+			Hints:  problem.Hints{MaxLifetime: limit},
 		}
 	}
 	return nil
@@ -405,10 +391,9 @@ func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 			allowed = "Go links"
 		}
 		return "", &Error{
-			Code:     problem.CodeKindNotAllowed,
-			Detail:   "this partner may send " + allowed + " only" + kindSentence(kind, from),
-			Kind:     kind,
-			KindFrom: from,
+			Code:   problem.CodeKindNotAllowed,
+			Detail: "this partner may send " + allowed + " only" + kindSentence(kind, from),
+			Hints:  problem.Hints{Kind: string(kind), KindFrom: from},
 		}
 	}
 	return kind, nil
@@ -420,7 +405,7 @@ func (v *Verifier) checkKind(p *linkspec.Payload) (linkspec.Kind, error) {
 func (v *Verifier) checkPayload(p *linkspec.Payload) error {
 	if _, err := p.Validate(v.rules.Kinds...); err != nil {
 		kind, from := p.KindFrom()
-		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface" + kindSentence(kind, from), Err: err, Kind: kind, KindFrom: from}
+		e := &Error{Code: problem.CodePayloadInvalid, Detail: "the payload does not meet the interface" + kindSentence(kind, from), Err: err, Hints: problem.Hints{Kind: string(kind), KindFrom: from}}
 		var perr *linkspec.Error
 		if errors.As(err, &perr) {
 			e.Fields = perr.Fields

@@ -12,11 +12,11 @@ import (
 	"math/big"
 	"os"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/partnergate/partnergate/linkspec"
 	"github.com/partnergate/partnergate/problem"
 )
 
@@ -225,7 +225,7 @@ func parseKey(raw jsontext.Value) (*Key, error) {
 		return nil, fmt.Errorf("kid is longer than %d bytes", MaxKeyIDLength)
 	}
 	if m.Use != nil && *m.Use != "sig" {
-		return nil, fmt.Errorf("key has use %q: only signature keys (use \"sig\" or no use) are accepted", clip(*m.Use))
+		return nil, fmt.Errorf("key has use %q: only signature keys (use \"sig\" or no use) are accepted", linkspec.Clip(*m.Use))
 	}
 	if m.KeyOps != nil && !containsString(*m.KeyOps, "verify") {
 		return nil, errors.New("key_ops does not allow \"verify\"")
@@ -237,24 +237,24 @@ func parseKey(raw jsontext.Value) (*Key, error) {
 	switch m.Kty {
 	case "RSA":
 		if alg != "" && alg != RS256 && alg != PS256 {
-			return nil, fmt.Errorf("RSA key has alg %q: only RS256 and PS256 are accepted", clip(alg))
+			return nil, fmt.Errorf("RSA key has alg %q: only RS256 and PS256 are accepted", linkspec.Clip(alg))
 		}
 		if err := checkRSAMembers(m.N, m.E); err != nil {
 			return nil, err
 		}
 	case "EC":
 		if alg != "" && alg != ES256 {
-			return nil, fmt.Errorf("EC key has alg %q: only ES256 is accepted", clip(alg))
+			return nil, fmt.Errorf("EC key has alg %q: only ES256 is accepted", linkspec.Clip(alg))
 		}
 		if m.Crv != "P-256" {
-			return nil, fmt.Errorf("EC key on curve %q: only P-256 is accepted", clip(m.Crv))
+			return nil, fmt.Errorf("EC key on curve %q: only P-256 is accepted", linkspec.Clip(m.Crv))
 		}
 	case "oct":
 		return nil, errors.New("key is a symmetric (oct) key, which holds private key material: only public RSA and EC keys are accepted")
 	case "":
 		return nil, errors.New("key has no kty")
 	default:
-		return nil, fmt.Errorf("key type %q is not accepted: only RSA and EC P-256 keys are", clip(m.Kty))
+		return nil, fmt.Errorf("key type %q is not accepted: only RSA and EC P-256 keys are", linkspec.Clip(m.Kty))
 	}
 
 	jk, err := jwk.ParseKey(raw)
@@ -353,20 +353,7 @@ func keyIDOf(raw jsontext.Value) string {
 	if json.Unmarshal(raw, &m) != nil {
 		return ""
 	}
-	return clip(m.Kid)
-}
-
-// clip shortens text from a key set for an error message.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	s = s[:max]
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
+	return linkspec.Clip(m.Kid)
 }
 
 func containsString(list []string, s string) bool {

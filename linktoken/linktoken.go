@@ -29,14 +29,9 @@ type Error struct {
 	Detail string
 	// Fields lists the failing payload fields (problem.CodePayloadInvalid).
 	Fields []linkspec.FieldError
-	// Expected is the agreed value of the failing claim (issuer_invalid, audience_invalid).
-	Expected string
-	// MaxLifetime is the partner's lifetime limit in seconds (lifetime_too_long).
-	MaxLifetime int64
-	// Kind is the kind the payload was read as, and KindFrom the fields that made it a
-	// main link (payload_invalid, kind_not_allowed).
-	Kind     linkspec.Kind
-	KindFrom []string
+	// Hints are the problem document's members of the refusal: the agreed issuer or
+	// audience, the lifetime limit, the kind the payload was read as.
+	problem.Hints
 	// Err is the underlying cause, for logs at debug level; it never carries a value either.
 	Err error
 }

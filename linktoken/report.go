@@ -22,14 +22,10 @@ type Report struct {
 	Code     problem.Code
 	Detail   string
 	Fields   []linkspec.FieldError
-	// Expected and MaxLifetime are the problem document's members of the same names:
-	// the agreed issuer or audience, and the lifetime limit in seconds.
-	Expected    string
-	MaxLifetime int64
-	// Kind is the kind of an accepted link, and of a rejected one whose payload was read
-	// (payload_invalid, kind_not_allowed); KindFrom the fields that made it a main link.
-	Kind     linkspec.Kind
-	KindFrom []string
+	// Hints are the problem document's members: the agreed issuer or audience and the
+	// lifetime limit of a refusal; Kind is the kind of an accepted link too, and of a
+	// rejected one whose payload was read (payload_invalid, kind_not_allowed).
+	problem.Hints
 	// Dropped lists the optional payload fields the gateway drops because their values
 	// are malformed or blank, with the reason (an accepted token only): the link works,
 	// but the service does not get those values.
@@ -65,10 +61,7 @@ type reportJSON struct {
 	Status      int                   `json:"status,omitempty"`
 	Detail      string                `json:"detail,omitempty"`
 	Fields      []linkspec.FieldError `json:"fields,omitempty"`
-	Expected    string                `json:"expected,omitempty"`
-	MaxLifetime int64                 `json:"max_lifetime,omitempty"`
-	Kind        linkspec.Kind         `json:"kind,omitempty"`
-	KindFrom    []string              `json:"kind_from,omitempty"`
+	problem.Hints
 	Dropped     []linkspec.FieldError `json:"dropped,omitempty"`
 	KeySetError string                `json:"key_set_error,omitempty"`
 	Rules       []Step                `json:"rules"`
@@ -81,8 +74,7 @@ type reportJSON struct {
 // key_set_error, the rules in the gateway's order, and request_id (a dry run only).
 func (r *Report) MarshalJSON() ([]byte, error) {
 	w := reportJSON{
-		Verdict: r.Verdict(), Code: r.Code, Detail: r.Detail, Fields: r.Fields,
-		Expected: r.Expected, MaxLifetime: r.MaxLifetime, Kind: r.Kind, KindFrom: r.KindFrom,
+		Verdict: r.Verdict(), Code: r.Code, Detail: r.Detail, Fields: r.Fields, Hints: r.Hints,
 		Dropped: r.Dropped, KeySetError: r.KeySetError, Rules: r.Steps, RequestID: r.RequestID,
 	}
 	if r.Code != "" {
@@ -105,8 +97,7 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	*r = Report{
 		Steps: w.Rules, Accepted: w.Verdict == VerdictAccepted, Code: w.Code, Detail: w.Detail,
-		Fields: w.Fields, Expected: w.Expected, MaxLifetime: w.MaxLifetime, Kind: w.Kind, KindFrom: w.KindFrom,
-		Dropped: w.Dropped, KeySetError: w.KeySetError, RequestID: w.RequestID,
+		Fields: w.Fields, Hints: w.Hints, Dropped: w.Dropped, KeySetError: w.KeySetError, RequestID: w.RequestID,
 	}
 	return nil
 }
@@ -133,8 +124,7 @@ func (t *Trace) Report(nonceDetail string) *Report {
 	if t.Err != nil {
 		var le *Error
 		if errors.As(t.Err, &le) {
-			r.Code, r.Detail, r.Fields = le.Code, le.Detail, le.Fields
-			r.Expected, r.MaxLifetime, r.Kind, r.KindFrom = le.Expected, le.MaxLifetime, le.Kind, le.KindFrom
+			r.Code, r.Detail, r.Fields, r.Hints = le.Code, le.Detail, le.Fields, le.Hints
 		} else {
 			// A verifier error without a code is a bug; the gateway answers it so.
 			r.Code, r.Detail = problem.CodeInternal, "the token could not be checked"
@@ -142,7 +132,7 @@ func (t *Trace) Report(nonceDetail string) *Report {
 		return r
 	}
 	r.Accepted = true
-	r.Kind = t.Token.Kind
+	r.Kind = string(t.Token.Kind)
 	r.Dropped = t.Token.Dropped
 	return r
 }

@@ -81,7 +81,7 @@ var rules = [...]rule{
 		id: "A-AUTH-5", code: problem.CodeHeaderInvalid,
 		text:    static(`header typ is "JWT" (any case, or application/jwt)`),
 		check:   func(_ *Verifier, s *state) error { return checkType(s.header.Typ) },
-		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("typ is %q", clip(s.header.Typ)) },
+		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("typ is %q", linkspec.Clip(s.header.Typ)) },
 	},
 	ruleAlgorithm: {
 		id: "A-AUTH-2", code: problem.CodeAlgorithmNotAllowed,
@@ -90,13 +90,13 @@ var rules = [...]rule{
 			s.alg, err = v.checkAlgorithm(s.header.Alg)
 			return err
 		},
-		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("alg is %q", clip(s.header.Alg)) },
+		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("alg is %q", linkspec.Clip(s.header.Alg)) },
 	},
 	{
 		id: "A-AUTH-4", code: problem.CodeKeyIDMissing,
 		text:    static("header kid is present"),
 		check:   func(_ *Verifier, s *state) error { return checkKeyIDPresent(s.header.Kid) },
-		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("kid is %q", clip(s.header.Kid)) },
+		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("kid is %q", linkspec.Clip(s.header.Kid)) },
 	},
 	{
 		id: "A-AUTH-4", code: problem.CodeKeyUnknown,
@@ -160,7 +160,7 @@ var rules = [...]rule{
 		id: "A-AUTH-9", code: problem.CodeIssuerInvalid,
 		text:    func(r *Rules) string { return fmt.Sprintf("iss is %q", r.Issuer) },
 		check:   func(v *Verifier, s *state) error { return v.checkIssuer(&s.claims) },
-		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("iss is %q", clip(s.claims.Issuer)) },
+		explain: func(_ *Verifier, s *state) string { return fmt.Sprintf("iss is %q", linkspec.Clip(s.claims.Issuer)) },
 	},
 	{
 		id: "A-AUTH-8", code: problem.CodeAudienceInvalid,
@@ -391,7 +391,7 @@ func explainHints(_ *Verifier, s *state) string {
 }
 
 func explainKeyLookup(_ *Verifier, s *state) string {
-	kid := clip(s.header.Kid)
+	kid := linkspec.Clip(s.header.Kid)
 	if s.key != nil {
 		return fmt.Sprintf("kid %q found", kid)
 	}
@@ -405,9 +405,9 @@ func explainKeyAlgorithm(_ *Verifier, s *state) string {
 	k, alg := s.key, s.header.Alg
 	switch {
 	case k.alg != "" && k.alg != alg:
-		return fmt.Sprintf("the key is published for %s, the header says %q", k.alg, clip(alg))
+		return fmt.Sprintf("the key is published for %s, the header says %q", k.alg, linkspec.Clip(alg))
 	case !k.allows(alg):
-		return fmt.Sprintf("a %s key cannot verify %q", k.Type(), clip(alg))
+		return fmt.Sprintf("a %s key cannot verify %q", k.Type(), linkspec.Clip(alg))
 	}
 	return fmt.Sprintf("%s key for %s", k.Type(), alg)
 }

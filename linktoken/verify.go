@@ -69,7 +69,7 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 	for _, alg := range r.Algorithms {
 		i := algIndex(alg)
 		if i < 0 {
-			return nil, fmt.Errorf("algorithm %q is not accepted: only %s are (symmetric algorithms and none never are)", clip(alg), AlgorithmList("and"))
+			return nil, fmt.Errorf("algorithm %q is not accepted: only %s are (symmetric algorithms and none never are)", linkspec.Clip(alg), AlgorithmList("and"))
 		}
 		if v.verifiers[i] != nil {
 			continue
@@ -112,7 +112,7 @@ func NewVerifier(r Rules, opts ...Option) (*Verifier, error) {
 	}
 	for _, k := range r.Kinds {
 		if _, ok := linkspec.ParseKind(string(k)); !ok {
-			return nil, fmt.Errorf("link kind %q is not main or go", clip(string(k)))
+			return nil, fmt.Errorf("link kind %q is not main or go", linkspec.Clip(string(k)))
 		}
 	}
 	r.Kinds = append(r.Kinds[:0:0], r.Kinds...)

@@ -67,8 +67,3 @@ func Check(ctx context.Context, token string, jwks []byte, rules linktoken.Rules
 	rep.KeySetError = keySetError
 	return rep
 }
-
-// TraceReport turns a trace of the gateway's verification (linktoken.Verifier.Trace) into
-// a Report, ending with the nonce rule, Unchecked, with nonceDetail saying why: it is
-// tr.Report(nonceDetail).
-func TraceReport(tr *linktoken.Trace, nonceDetail string) *Report { return tr.Report(nonceDetail) }

@@ -101,7 +101,7 @@ func TestCheckOnGatewayAcceptances(t *testing.T) {
 	for _, tc := range linktokentest.Acceptances() {
 		t.Run(tc.Name, func(t *testing.T) {
 			r := Check(context.Background(), tc.Token(t), jwks, tc.Rules, tc.Now)
-			if !r.Accepted || r.Kind != tc.Kind {
+			if !r.Accepted || r.Kind != string(tc.Kind) {
 				t.Fatalf("Check(%s) = accepted %v kind %q (%s %s), want accepted %q", tc.Name, r.Accepted, r.Kind, r.Code, r.Detail, tc.Kind)
 			}
 			if f := firstFailure(r); f != nil {
@@ -232,7 +232,7 @@ func TestCheckKindsAndKeySet(t *testing.T) {
 		t.Errorf("Check(main link, Go-only partner) = %q, want kind_not_allowed", r.Code)
 	}
 	r = Check(context.Background(), tok, jwks, linktoken.Rules{Issuer: testIss, Audience: testAud}, testNow)
-	if !r.Accepted || r.Kind != linkspec.KindMain {
+	if !r.Accepted || r.Kind != string(linkspec.KindMain) {
 		t.Errorf("Check(main link) = %q %s, want accepted main", r.Code, r.Detail)
 	}
 	private := []byte(`{"keys":[{"kty":"EC","crv":"P-256","kid":"k-ES256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}]}`)

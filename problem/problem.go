@@ -278,6 +278,13 @@ type Problem struct {
 	Code      string       `json:"code"`
 	Fields    []FieldError `json:"fields,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
+	Hints
+}
+
+// Hints are the members of a refused link's problem document that tell the partner's
+// developer what the gateway wanted. linktoken's errors and reports carry the same
+// struct, so that a refusal's hints reach the document without a copy of each.
+type Hints struct {
 	// Expected is the value the failing claim must have (issuer_invalid: the agreed
 	// issuer; audience_invalid: the agreed audience).
 	Expected string `json:"expected,omitempty"`
@@ -317,27 +324,19 @@ var pageFS embed.FS
 // page is page.html on its own: the standalone page with its inline style.
 var page = template.Must(template.ParseFS(pageFS, "page.html"))
 
-// WritePage answers p as the standalone HTML page, for a person in the tab that posted a
-// link. html/template escapes every value; the page has no script, its CSP allows nothing
-// but the inline style, and no page may show it in a frame.
-func WritePage(w http.ResponseWriter, p Problem) error {
-	return WriteFramedPage(w, p, nil)
-}
-
-// WriteFramedPage is WritePage for a page that the pages of frameAncestors may show in a
-// frame: origins as a browser serializes them (https://ehr.acme.example), the CSP
-// frame-ancestors sources of the answer. Without any, no page may frame it (frame-ancestors
-// 'none', and X-Frame-Options: DENY for browsers that predate frame-ancestors). A page that
-// answers a form post is framed only where the form was: the pages of the partner that
-// posted it.
-func WriteFramedPage(w http.ResponseWriter, p Problem, frameAncestors []string) error {
-	return WritePageWith(w, p, frameAncestors, page)
-}
-
-// WritePageWith is WriteFramedPage with the page t, made by ParsePage with blocks of its
-// own (the page in another language: problem_lang, problem_detail, problem_code), answered
-// with the standalone page's headers.
-func WritePageWith(w http.ResponseWriter, p Problem, frameAncestors []string, t *template.Template) error {
+// WritePage answers p as the HTML page t for a person in the tab that posted a link; t is
+// nil for the standalone page, or a page that ParsePage made with blocks of its own (the
+// page in another language: problem_lang, problem_detail, problem_code). html/template
+// escapes every value; the page has no script, and its CSP allows nothing but the inline
+// style. frameAncestors are the pages that may show it in a frame: origins as a browser
+// serializes them (https://ehr.acme.example), the CSP frame-ancestors sources of the
+// answer. Without any, no page may frame it (frame-ancestors 'none', and X-Frame-Options:
+// DENY for browsers that predate frame-ancestors). A page that answers a form post is
+// framed only where the form was: the pages of the partner that posted it.
+func WritePage(w http.ResponseWriter, p Problem, frameAncestors []string, t *template.Template) error {
+	if t == nil {
+		t = page
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "problem", p); err != nil {
 		return err

@@ -150,7 +150,7 @@ func TestPageEscapes(t *testing.T) {
 		Fields:    []problem.FieldError{{Field: `contact."><img src=x>`, Reason: "<b>bad</b>"}},
 		RequestID: `"><svg onload=alert(1)>`,
 	}
-	if err := problem.WritePage(w, p); err != nil {
+	if err := problem.WritePage(w, p, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	body := w.Body.String()
@@ -202,9 +202,9 @@ func TestParsePageInLayout(t *testing.T) {
 	}
 }
 
-// TestWriteFramedPage: the page may be framed by the pages a partner's forms come from,
+// TestWritePageFramed: the page may be framed by the pages a partner's forms come from,
 // and by nothing else (issue 25: the gateway's /payload page had no frame-ancestors).
-func TestWriteFramedPage(t *testing.T) {
+func TestWritePageFramed(t *testing.T) {
 	for _, tt := range []struct {
 		ancestors []string
 		csp, xfo  string
@@ -214,17 +214,17 @@ func TestWriteFramedPage(t *testing.T) {
 		{[]string{"https://a.example", "http://localhost:8081"}, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors https://a.example http://localhost:8081", ""},
 	} {
 		w := httptest.NewRecorder()
-		if err := problem.WriteFramedPage(w, problem.New(problem.CodeTokenExpired, "expired"), tt.ancestors); err != nil {
+		if err := problem.WritePage(w, problem.New(problem.CodeTokenExpired, "expired"), tt.ancestors, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := w.Header().Get("Content-Security-Policy"); got != tt.csp {
-			t.Errorf("WriteFramedPage(%q) CSP = %q, want %q", tt.ancestors, got, tt.csp)
+			t.Errorf("WritePage(%q) CSP = %q, want %q", tt.ancestors, got, tt.csp)
 		}
 		if got := w.Header().Get("X-Frame-Options"); got != tt.xfo {
-			t.Errorf("WriteFramedPage(%q) X-Frame-Options = %q, want %q", tt.ancestors, got, tt.xfo)
+			t.Errorf("WritePage(%q) X-Frame-Options = %q, want %q", tt.ancestors, got, tt.xfo)
 		}
 		if w.Code != 401 || !strings.Contains(w.Body.String(), "token_expired") {
-			t.Errorf("WriteFramedPage(%q) = %d %s", tt.ancestors, w.Code, w.Body)
+			t.Errorf("WritePage(%q) = %d %s", tt.ancestors, w.Code, w.Body)
 		}
 	}
 }

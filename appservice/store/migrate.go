@@ -197,13 +197,6 @@ func (s *Store) expand(text string) string {
 	).Replace(text)
 }
 
-// schemaVersion returns the highest applied migration.
-func (s *Store) schemaVersion(ctx context.Context) (int, error) {
-	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
-	return int(v.Int64), err
-}
-
 // versionTable is goose's version store over schema_migrations. Goose wants a version 0 row
 // as the mark of an initialised table; databases of the earlier runner lack it, so
 // ListMigrations reports it when absent instead of a migration writing it.
@@ -320,3 +313,129 @@ func (advisoryLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
 var (
 	_ database.StoreExtender = (*versionTable)(nil)
 )
+
+// The statements of migrations 0003 and 0005 that differ between the dialects beyond the
+// @…@ placeholders: the dialect carries them (dialect.contactsToPersons,
+// dialect.personsPerOrganization) and the migration files name them.
+
+// sqliteContactsToPersons rebuilds contacts with the persons columns. SQLite cannot drop
+// columns that a UNIQUE constraint or foreign key uses, and renaming a table rewrites the
+// references to it: so the new table is created under the old name (the children's
+// references still name contacts), filled with the same ids, and then renamed. Foreign key
+// checks are deferred to the commit: dropping contacts orphans the children's rows until the
+// refill gives their ids back, and the check at commit proves it did.
+const sqliteContactsToPersons = `PRAGMA defer_foreign_keys = ON;
+DROP TABLE contacts;
+CREATE TABLE contacts (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	ssn_hash TEXT,
+	firstname TEXT NOT NULL,
+	middlename TEXT NOT NULL,
+	lastname TEXT NOT NULL,
+	birthdate TEXT NOT NULL,
+	gender TEXT NOT NULL,
+	email TEXT NOT NULL,
+	mobile TEXT NOT NULL,
+	diagnosis TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+INSERT INTO contacts (id, ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at)
+SELECT id, ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis, created_at, updated_at FROM legacy_contacts;
+ALTER TABLE contacts RENAME TO persons;
+`
+
+// postgresContactsToPersons renames contacts and drops its per-organization key; the
+// foreign keys follow the table, and the identity column keeps its sequence.
+const postgresContactsToPersons = `ALTER TABLE contacts RENAME TO persons;
+ALTER TABLE persons DROP COLUMN organization_id, DROP COLUMN partner_contact_id;
+`
+
+// personColumns0005 are the columns a person keeps through migration 0005, besides id,
+// organization, custom id, member and times.
+const personColumns0005 = `ssn_hash, firstname, middlename, lastname, birthdate, gender, email, mobile, diagnosis,
+	phone_home, phone_work, address, country, zipcode, location, extra`
+
+// sqlitePersonsPerOrganization rebuilds accounts without contact_id and persons with their
+// organization, custom id and member, as sqliteContactsToPersons does: SQLite cannot drop a
+// column that a UNIQUE constraint or foreign key uses, nor add a NOT NULL one with a
+// reference. Each table is created again under its own name, so the children's references
+// still name it, and filled with the same ids (a shared person's other organizations' records
+// with their new ones); the foreign keys are checked at the commit.
+const sqlitePersonsPerOrganization = `PRAGMA defer_foreign_keys = ON;
+CREATE TABLE legacy_accounts AS SELECT * FROM accounts;
+DROP TABLE accounts;
+CREATE TABLE accounts (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	role TEXT NOT NULL,
+	username TEXT UNIQUE,
+	email TEXT NOT NULL,
+	display_name TEXT NOT NULL,
+	password_hash TEXT,
+	member_id BIGINT REFERENCES members (id),
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+INSERT INTO accounts (id, role, username, email, display_name, password_hash, member_id, created_at, updated_at)
+SELECT a.id, a.role, a.username, a.email, a.display_name, a.password_hash, m.member_id, a.created_at, a.updated_at
+FROM legacy_accounts a LEFT JOIN m_account_member m ON m.account_id = a.id;
+DROP TABLE legacy_accounts;
+CREATE TABLE legacy_persons AS SELECT * FROM persons;
+DROP TABLE persons;
+CREATE TABLE persons (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	organization_id BIGINT NOT NULL REFERENCES organizations (id),
+	custom_id TEXT NOT NULL,
+	member_id BIGINT REFERENCES members (id),
+	ssn_hash TEXT,
+	firstname TEXT NOT NULL,
+	middlename TEXT NOT NULL,
+	lastname TEXT NOT NULL,
+	birthdate TEXT NOT NULL,
+	gender TEXT NOT NULL,
+	email TEXT NOT NULL,
+	mobile TEXT NOT NULL,
+	diagnosis TEXT NOT NULL,
+	phone_home TEXT NOT NULL,
+	phone_work TEXT NOT NULL,
+	address TEXT NOT NULL,
+	country TEXT NOT NULL,
+	zipcode TEXT NOT NULL,
+	location TEXT NOT NULL,
+	extra TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+INSERT INTO persons (id, organization_id, custom_id, member_id, ` + personColumns0005 + `, created_at, updated_at)
+SELECT s.new_id, s.organization_id, s.custom_id, m.member_id, ` + personColumns0005 + `, s.created_at, s.updated_at
+FROM m_split s JOIN legacy_persons p ON p.id = s.old_id LEFT JOIN m_person_member m ON m.person_id = s.old_id;
+DROP TABLE legacy_persons;
+`
+
+// postgresPersonsPerOrganization changes accounts and persons in place: a shared person's
+// first organization's record is the row itself, the others' are copies with their new ids.
+// A person of no organization cannot be a record: it is deleted, which fails the migration
+// when anything still points at it (no code path makes one). The identity sequences move
+// past the ids given explicitly.
+const postgresPersonsPerOrganization = `ALTER TABLE accounts ADD COLUMN member_id BIGINT REFERENCES members (id);
+UPDATE accounts SET member_id = m.member_id FROM m_account_member m WHERE m.account_id = accounts.id;
+ALTER TABLE accounts DROP COLUMN contact_id;
+ALTER TABLE persons ADD COLUMN organization_id BIGINT REFERENCES organizations (id),
+	ADD COLUMN custom_id TEXT NOT NULL DEFAULT '',
+	ADD COLUMN member_id BIGINT REFERENCES members (id);
+INSERT INTO persons (id, organization_id, custom_id, member_id, ` + personColumns0005 + `, created_at, updated_at)
+SELECT s.new_id, s.organization_id, s.custom_id, m.member_id, ` + personColumns0005 + `, s.created_at, s.updated_at
+FROM m_split s JOIN persons p ON p.id = s.old_id LEFT JOIN m_person_member m ON m.person_id = s.old_id
+WHERE s.new_id <> s.old_id;
+UPDATE persons SET organization_id = s.organization_id, custom_id = s.custom_id, member_id = m.member_id,
+	created_at = s.created_at, updated_at = s.updated_at
+FROM m_split s LEFT JOIN m_person_member m ON m.person_id = s.old_id
+WHERE s.old_id = persons.id AND s.new_id = s.old_id;
+DELETE FROM persons WHERE organization_id IS NULL;
+ALTER TABLE persons ALTER COLUMN organization_id SET NOT NULL, ALTER COLUMN custom_id DROP DEFAULT;
+SELECT setval(pg_get_serial_sequence('persons', 'id'), GREATEST((SELECT MAX(id) FROM persons),
+	COALESCE(pg_sequence_last_value(pg_get_serial_sequence('persons', 'id')::regclass), 0)))
+WHERE EXISTS (SELECT 1 FROM m_split WHERE new_id <> old_id);
+SELECT setval(pg_get_serial_sequence('members', 'id'), (SELECT MAX(id) FROM members))
+WHERE EXISTS (SELECT 1 FROM members);
+`

@@ -111,8 +111,8 @@ func TestOldRunnerDatabaseMigrates(t *testing.T) {
 				// The newest version, not the number of files: versions are handed out
 				// to changes in flight, so one may land before a lower one.
 				known, _ := newest()
-				if v, err := s.schemaVersion(ctx); err != nil || int64(v) != known {
-					t.Errorf("schemaVersion() after open #%d = %d, %v, want %d", round, v, err, known)
+				if v, err := s.version(ctx); err != nil || v != known {
+					t.Errorf("version() after open #%d = %d, %v, want %d", round, v, err, known)
 				}
 			}
 			s, err := Open(ctx, dsn, Options{SSNKey: testKey, Now: c.Now})

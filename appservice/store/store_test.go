@@ -238,9 +238,9 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := s.schemaVersion(context.Background())
-		if err != nil || int64(v) != known {
-			t.Errorf("schemaVersion() after open #%d = %d, %v, want %d", i+1, v, err, known)
+		v, err := s.version(context.Background())
+		if err != nil || v != known {
+			t.Errorf("version() after open #%d = %d, %v, want %d", i+1, v, err, known)
 		}
 		var mode string
 		queryRow(t, s, "PRAGMA journal_mode", nil, &mode)

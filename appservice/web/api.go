@@ -350,11 +350,11 @@ func decodeBody(r *apiRequest, v any) error {
 	}
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName {
-		return invalid(problem.FieldError{Field: memberPath(se.JSONPointer), Reason: "given more than once"})
+		return invalid(problem.FieldError{Field: linkspec.FieldPath(se.JSONPointer), Reason: "given more than once"})
 	}
 	var me *jsonv2.SemanticError
 	if errors.As(err, &me) && me.JSONPointer != "" {
-		field := memberPath(me.JSONPointer)
+		field := linkspec.FieldPath(me.JSONPointer)
 		switch {
 		case me.Err == jsonv2.ErrUnknownName:
 			if known := caseVariantOf(me.GoType, me.JSONPointer.LastToken()); known != "" {
@@ -370,23 +370,6 @@ func decodeBody(r *apiRequest, v any) error {
 
 // apiBodyRules are decodeBody's options, joined once.
 var apiBodyRules = jsonv2.JoinOptions(linkspec.StrictClaims(), jsonv2.RejectUnknownMembers(true))
-
-// memberPath writes a JSON pointer as the API's field errors name a member:
-// /items/0/sets is items[0].sets.
-func memberPath(p jsontext.Pointer) string {
-	var b strings.Builder
-	for tok := range p.Tokens() {
-		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	return b.String()
-}
 
 // caseVariantOf returns the JSON name of the member of struct type t that name differs from
 // only in case, or "".

@@ -3,9 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
 	"github.com/partnergate/partnergate/problem"
@@ -66,6 +64,13 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "signin", d)
 }
 
+// signinRefusals are what the sign-in page says when admit refuses.
+var signinRefusals = map[turnRefusal]string{
+	refusedFailed:  "Sign-in is not possible right now. Try again in a moment.",
+	refusedLimited: "Too many sign-in attempts. Wait a minute, then try again.",
+	refusedBusy:    "Sign-in is busy right now. Try again in a few seconds.",
+}
+
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	if !h.readSignInForm(w, r, "sign-in refused") {
 		return
@@ -73,29 +78,15 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	login := r.PostFormValue("login")
 	// Bounded before the password is hashed: per address and per (login name, address),
 	// turns per login name, then the number of hashes running at once.
-	ok, retry, err := h.signInTurn(r, strings.ToLower(strings.TrimSpace(login)))
-	switch {
-	case err != nil:
-		p := h.failure(w, r, "")
-		h.log.Error("sign-in failed", "outcome", p.Code, "error", err.Error())
-		h.signinError(w, r, p.Status, login, "Sign-in is not possible right now. Try again in a moment.")
-		return
-	case retry > 0:
-		h.log.Info("sign-in refused", "outcome", "rate_limited")
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
-		h.signinError(w, r, http.StatusTooManyRequests, login, "Too many sign-in attempts. Wait a minute, then try again.")
-		return
-	case !ok:
-		return // the client went away
-	}
-	if !h.signIns.acquire(r.Context()) {
-		h.log.Warn("sign-in refused", "outcome", "busy")
-		w.Header().Set("Retry-After", "5")
-		h.signinError(w, r, http.StatusServiceUnavailable, login, "Sign-in is busy right now. Try again in a few seconds.")
+	release, status, why := h.admit(w, r, strings.ToLower(strings.TrimSpace(login)), "sign-in")
+	if release == nil {
+		if status != 0 {
+			h.signinError(w, r, status, login, signinRefusals[why])
+		}
 		return
 	}
 	in, err := h.cfg.Store.SignIn(r.Context(), login, r.PostFormValue("password"), h.cookie(r, sessionCookie))
-	h.signIns.release()
+	release()
 	if err != nil {
 		status, msg := http.StatusUnauthorized, "Wrong username or password."
 		if !errors.Is(err, store.ErrBadCredentials) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,43 @@ func (h *Handler) signInTurn(r *http.Request, login string) (ok bool, retry time
 		return false, max(v.RetryAfter, time.Second), nil
 	}
 	return v.Wait <= 0 || h.signIns.sleep(r.Context(), v.Wait), 0, nil
+}
+
+// turnRefusal is why admit turned a password check away, for the page to say in its words.
+type turnRefusal int
+
+const (
+	refusedFailed  turnRefusal = iota // the database failed
+	refusedLimited                // too many attempts: Retry-After says when to try again
+	refusedBusy                   // too many password checks at once
+)
+
+// admit is the gate before a password is checked or hashed (sign-in, account creation):
+// login's turn in the shared counts (signInTurn), then a slot among the checks running at
+// once. Admitted, it returns the slot's release, which the caller calls when the hash is
+// done. Refused, it writes the refusal's Retry-After and log line (event is what was
+// refused: "sign-in", "account creation") and returns the status and reason to show; a
+// status of 0 means the client went away and nothing is to be answered.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, login, event string) (release func(), status int, why turnRefusal) {
+	ok, retry, err := h.signInTurn(r, login)
+	switch {
+	case err != nil:
+		p := h.failure(w, r, "")
+		h.log.Error(event+" failed", "outcome", p.Code, "error", err.Error())
+		return nil, p.Status, refusedFailed
+	case retry > 0:
+		h.log.Info(event+" refused", "outcome", "rate_limited")
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
+		return nil, http.StatusTooManyRequests, refusedLimited
+	case !ok:
+		return nil, 0, 0
+	}
+	if !h.signIns.acquire(r.Context()) {
+		h.log.Warn(event+" refused", "outcome", "busy")
+		w.Header().Set("Retry-After", "5")
+		return nil, http.StatusServiceUnavailable, refusedBusy
+	}
+	return h.signIns.release, 0, 0
 }
 
 // addrKey is the unit an address is counted in: an IPv4 address, or the /64 of an IPv6

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
-	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -68,6 +66,13 @@ func notUsernameRune(r rune) bool {
 // without the link confirmation: the account is new, so no one else's account can be
 // linked to the partner user. Only a pending session may post it. Like a sign-in it
 // hashes a password, so the same bounds apply before it does.
+// signupRefusals are what the account creation page says when admit refuses.
+var signupRefusals = map[turnRefusal]string{
+	refusedFailed:  "Your account could not be created right now; nothing was saved. Try again in a moment.",
+	refusedLimited: "Too many attempts. Wait a minute, then try again.",
+	refusedBusy:    "The service is busy right now. Try again in a few seconds.",
+}
+
 func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 	if !h.readSignInForm(w, r, "account creation refused") {
 		return
@@ -92,32 +97,16 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 		h.renderSignup(w, r, s, http.StatusBadRequest, f)
 		return
 	}
-	ok, retry, err := h.signInTurn(r, strings.ToLower(f.Username))
-	switch {
-	case err != nil:
-		p := h.failure(w, r, "")
-		h.log.Error("creating account failed", "outcome", p.Code, "error", err.Error())
-		f.Errors = []string{"Your account could not be created right now; nothing was saved. Try again in a moment."}
-		h.renderSignup(w, r, s, p.Status, f)
-		return
-	case retry > 0:
-		h.log.Info("account creation refused", "outcome", "rate_limited")
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)+1))
-		f.Errors = []string{"Too many attempts. Wait a minute, then try again."}
-		h.renderSignup(w, r, s, http.StatusTooManyRequests, f)
-		return
-	case !ok:
-		return // the client went away
-	}
-	if !h.signIns.acquire(r.Context()) {
-		h.log.Warn("account creation refused", "outcome", "busy")
-		w.Header().Set("Retry-After", "5")
-		f.Errors = []string{"The service is busy right now. Try again in a few seconds."}
-		h.renderSignup(w, r, s, http.StatusServiceUnavailable, f)
+	release, status, why := h.admit(w, r, strings.ToLower(f.Username), "account creation")
+	if release == nil {
+		if status != 0 {
+			f.Errors = []string{signupRefusals[why]}
+			h.renderSignup(w, r, s, status, f)
+		}
 		return
 	}
 	in, err := h.cfg.Store.CreateInstructorForPending(r.Context(), h.cookie(r, sessionCookie), f.Username, f.Email, f.DisplayName, password)
-	h.signIns.release()
+	release()
 	if err != nil {
 		status, msg, outcome := http.StatusConflict, "", "conflict"
 		switch {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,11 +9,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/partnergate/partnergate/appservice/store"
+	"github.com/partnergate/partnergate/internal/harness"
 	"github.com/partnergate/partnergate/linkspec"
 )
 
@@ -47,24 +46,6 @@ func signupValues(csrf string) url.Values {
 		"password": {"correct horse battery"}, "password2": {"correct horse battery"}}
 }
 
-// lockedBuffer collects the handler's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestSignup: a first-time employee creates an instructor account on the first-sight page,
 // on both databases: the form is prefilled from the link, bad input and taken names are
 // told on the page with nothing created, only a pending session may post it, with the
@@ -76,7 +57,7 @@ func TestSignup(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			db, driver, dsn := d.open(t)
-			logs := &lockedBuffer{}
+			logs := &harness.SyncBuffer{}
 			f := newFixtureOn(t, "http://localhost:8080", db, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			raw := rawDB(t, driver, dsn)
 			accounts := func(t *testing.T) int {

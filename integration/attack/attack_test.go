@@ -143,20 +143,52 @@ func reSign(hdr map[string]any, sign func(e *env) signer) func(*testing.T, *env)
 	})
 }
 
-// catalogue returns every attack. Names are stable: the findings file refers to them.
+// catalogue returns every attack, by category. Names are stable: the findings file refers
+// to them.
 func catalogue() []attackCase {
 	var cs []attackCase
-	add := func(c ...attackCase) { cs = append(cs, c...) }
+	for _, category := range []func() []attackCase{
+		baselines,
+		algNone,
+		hmacConfusion,
+		algConfusion,
+		keysNamedByToken,
+		kidValues,
+		typ,
+		ecdsaSignatures,
+		rsaSignatureLength,
+		headerMembers,
+		serializations,
+		jsonAmbiguity,
+		claimTypes,
+		registeredClaims,
+		partnerIsolation,
+		reflection,
+		theRequest,
+		loginCSRF,
+	} {
+		cs = append(cs, category()...)
+	}
+	return append(cs, onPayloadPage(cs)...)
+}
 
-	// Baselines: the catalogue is only meaningful if a real token gets through.
+// baselines are real tokens: the catalogue is only meaningful if a real token gets through.
+func baselines() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{name: "baseline/RS256 url", build: withToken(func(t *testing.T, e *env) string { return e.token(t, "acme-rs", nil) }), status: statusAccepted},
 		attackCase{name: "baseline/PS256 url", build: withToken(func(t *testing.T, e *env) string { return e.token(t, "acme-ps", nil) }), status: statusAccepted},
 		attackCase{name: "baseline/ES256 payload", endpoint: "payload", build: withToken(func(t *testing.T, e *env) string { return e.token(t, "acme-es", nil) }), status: statusAccepted},
 		attackCase{name: "baseline/beta ES256 url", partner: "beta", build: withToken(func(t *testing.T, e *env) string { return e.token(t, "beta-es", nil) }), status: statusAccepted},
 	)
+	return cs
+}
 
-	// alg none, in any case, unsigned and with a signature (RFC 8725 §2.1, §3.1).
+// algNone is alg none, in any case, unsigned and with a signature (RFC 8725 §2.1, §3.1).
+func algNone() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	for _, alg := range []string{"none", "None", "NONE", "nOnE"} {
 		add(attackCase{
 			// An empty signature segment is not a compact JWS at all (linktoken's
@@ -172,9 +204,14 @@ func catalogue() []attackCase {
 			status: http.StatusUnauthorized, code: codeAlgNotAllowed,
 		})
 	}
+	return cs
+}
 
-	// HMAC with the partner's public key as the secret: the classic key confusion
-	// (RFC 8725 §2.1), in every form a verifier might feed to HMAC.
+// hmacConfusion is HMAC with the partner's public key as the secret: the classic key confusion
+// (RFC 8725 §2.1), in every form a verifier might feed to HMAC.
+func hmacConfusion() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	for _, alg := range []string{"HS256", "HS384", "HS512"} {
 		for _, form := range []string{"pkix pem", "pkcs1 pem", "der", "jwk json", "jwks json"} {
 			alg, form := alg, form
@@ -187,8 +224,13 @@ func catalogue() []attackCase {
 			})
 		}
 	}
+	return cs
+}
 
-	// Algorithm confusion between RS, PS and ES.
+// algConfusion is algorithm confusion between RS, PS and ES.
+func algConfusion() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{
 			name:   "alg confusion/RS256 header PS256 signature",
@@ -239,8 +281,13 @@ func catalogue() []attackCase {
 			status: http.StatusUnauthorized, code: codeAlgNotAllowed,
 		},
 	)
+	return cs
+}
 
-	// Keys named by the token (RFC 8725 §3.10): never used, never fetched.
+// keysNamedByToken are keys named by the token (RFC 8725 §3.10): never used, never fetched.
+func keysNamedByToken() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{
 			name: "embedded key/jwk header with attacker key",
@@ -322,8 +369,13 @@ func catalogue() []attackCase {
 			status: statusAccepted,
 		},
 	)
+	return cs
+}
 
-	// kid values: keys are looked up by kid in the partner's own set and nowhere else.
+// kidValues are odd kid values: keys are looked up by kid in the partner's own set and nowhere else.
+func kidValues() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	for _, kc := range []struct{ name, kid string }{
 		{"path traversal", "../../etc/passwd"},
 		{"absolute path", "/etc/passwd"},
@@ -373,8 +425,13 @@ func catalogue() []attackCase {
 			status: http.StatusBadRequest, code: codeHeaderInvalid,
 		},
 	)
+	return cs
+}
 
-	// typ (docs/interface.md A-AUTH-5, RFC 8725 §3.11).
+// typ is the header's typ (docs/interface.md A-AUTH-5, RFC 8725 §3.11).
+func typ() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	for _, typ := range []any{nil, "at+jwt", "JWS", "jwt+partner", 1} {
 		typ := typ
 		h := header("RS256", "acme-rs")
@@ -389,8 +446,13 @@ func catalogue() []attackCase {
 			status: http.StatusBadRequest, code: codeHeaderInvalid,
 		})
 	}
+	return cs
+}
 
-	// ECDSA signature values and encodings (CVE-2022-21449 class, RFC 7518 §3.4).
+// ecdsaSignatures are ECDSA signature values and encodings (CVE-2022-21449 class, RFC 7518 §3.4).
+func ecdsaSignatures() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	max256 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 	for _, ec := range []struct {
 		name  string
@@ -479,8 +541,13 @@ func catalogue() []attackCase {
 		endpoint: "payload",
 		status:   http.StatusConflict, code: codeTokenReplayed,
 	})
+	return cs
+}
 
-	// RSA signature length (RFC 8017 §8.2.2: the signature is exactly k bytes).
+// rsaSignatureLength is the RSA signature's length (RFC 8017 §8.2.2: the signature is exactly k bytes).
+func rsaSignatureLength() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(attackCase{
 		name: "rsa/leading zero stripped",
 		build: withToken(func(t *testing.T, e *env) string {
@@ -514,9 +581,14 @@ func catalogue() []attackCase {
 		}),
 		status: http.StatusUnauthorized, code: codeSignatureInvalid,
 	})
+	return cs
+}
 
-	// Header members that change what is signed or how (RFC 7515 §4.1.11, RFC 7797,
-	// RFC 8725 §2.7, §3.11).
+// headerMembers are header members that change what is signed or how (RFC 7515 §4.1.11, RFC 7797,
+// RFC 8725 §2.7, §3.11).
+func headerMembers() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	critHdr := header("RS256", "acme-rs")
 	critHdr["crit"] = []string{"exp"}
 	critHdr["exp"] = 1
@@ -560,8 +632,13 @@ func catalogue() []attackCase {
 			status: http.StatusBadRequest, code: codeHeaderInvalid,
 		},
 	)
+	return cs
+}
 
-	// Serializations and framing (RFC 7515 §3, §7; RFC 8725 §3.1).
+// serializations are serializations and framing (RFC 7515 §3, §7; RFC 8725 §3.1).
+func serializations() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{
 			name: "framing/JWE compact 5 segments",
@@ -637,8 +714,13 @@ func catalogue() []attackCase {
 			return request{body: "\r\n  " + e.token(t, "acme-rs", nil) + " \n\t"}
 		}, status: statusAccepted, urlOnly: true},
 	)
+	return cs
+}
 
-	// JSON ambiguity (RFC 7515 §4, RFC 7519 §4, RFC 8259 §4 and §8.1).
+// jsonAmbiguity is JSON ambiguity (RFC 7515 §4, RFC 7519 §4, RFC 8259 §4 and §8.1).
+func jsonAmbiguity() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{name: "json/duplicate alg in header", build: withToken(func(t *testing.T, e *env) string {
 			h := []byte(`{"typ":"JWT","alg":"none","kid":"acme-rs","alg":"RS256"}`)
@@ -701,8 +783,13 @@ func catalogue() []attackCase {
 			return e.tokenRaw(t, "acme-rs", mustJSON(t, header("RS256", "acme-rs")), append(c, []byte(`{"iss":"x"}`)...))
 		}), status: http.StatusBadRequest, code: codeClaimsInvalid},
 	)
+	return cs
+}
 
-	// Claims of the wrong JSON type, out of range, deep or not UTF-8 (RFC 7519 §4.1).
+// claimTypes are claims of the wrong JSON type, out of range, deep or not UTF-8 (RFC 7519 §4.1).
+func claimTypes() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	typed := func(name, member, repl string, code string) attackCase {
 		status := http.StatusBadRequest
 		return attackCase{name: "claim type/" + name, build: withToken(func(t *testing.T, e *env) string {
@@ -768,8 +855,13 @@ func catalogue() []attackCase {
 			return e.tokenRaw(t, "acme-rs", []byte("{\"typ\":\"JWT\",\"alg\":\"RS256\",\"kid\":\"acme-rs\xff\"}"), e.validClaims(t, "acme"))
 		}), status: http.StatusBadRequest, code: codeTokenMalformed},
 	)
+	return cs
+}
 
-	// Registered claims and the lifetime rules (docs/interface.md A-AUTH-6..10, leeway 30 s).
+// registeredClaims are the registered claims and the lifetime rules (docs/interface.md A-AUTH-6..10, leeway 30 s).
+func registeredClaims() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	at := func(nbf, exp int64, iat any) func(c map[string]any) {
 		return func(c map[string]any) {
 			now := time.Now().Unix()
@@ -821,8 +913,13 @@ func catalogue() []attackCase {
 		}, http.StatusBadRequest, codePayloadInvalid),
 		claimCase("payload/name over length bound", func(c map[string]any) { c["employeeLastname"] = strings.Repeat("L", 201) }, http.StatusBadRequest, codePayloadInvalid),
 	)
+	return cs
+}
 
-	// Partner isolation.
+// partnerIsolation: one partner's token is never another's.
+func partnerIsolation() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{
 			name:    "partner/acme token on beta path",
@@ -868,9 +965,14 @@ func catalogue() []attackCase {
 			check: htmlInert,
 		},
 	)
+	return cs
+}
 
-	// Reflection: markup in every claim that can be reflected arrives percent-encoded and
-	// every page the gateway writes stays inert.
+// reflection: markup in every claim that can be reflected arrives percent-encoded and
+// every page the gateway writes stays inert.
+func reflection() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	xss := func(c map[string]any) {
 		for _, k := range []string{"employeeId", "employeeFirstname", "employeeLastname", "employeeUsername", "organizationName", "organizationId", "caseId"} {
 			c[k] = markupScript + markupAttr
@@ -950,8 +1052,13 @@ func catalogue() []attackCase {
 			status: statusAccepted, check: gatewayHeadersPresent,
 		},
 	)
+	return cs
+}
 
-	// The request itself: size, form, content type, method.
+// theRequest is the request itself: size, form, content type, method.
+func theRequest() []attackCase {
+	var cs []attackCase
+	add := func(c ...attackCase) { cs = append(cs, c...) }
 	add(
 		attackCase{name: "body/16 KiB exactly with whitespace accepted", build: func(t *testing.T, e *env) request {
 			tk := e.token(t, "acme-rs", nil)
@@ -1109,8 +1216,7 @@ func catalogue() []attackCase {
 			})
 		}
 	}
-	cs = append(cs, loginCSRF()...)
-	return append(cs, onPayloadPage(cs)...)
+	return cs
 }
 
 // loginCSRF is issue 25's login CSRF through /payload: someone lifts their own unspent

@@ -2,7 +2,6 @@ package attack
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -57,64 +56,22 @@ http://127.0.0.1:{{.Port}} {
 func slowBody(t *testing.T, c *harness.Caddy, up *harness.Upstream, tok, limit string) {
 	t.Helper()
 	before := len(up.Requests())
-	host := strings.TrimPrefix(c.URL, "http://")
-	conn, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
+	// A gateway that holds the connection 90 s has failed.
+	a := harness.PostSlowly(t, c.URL, "/partner/acme/url", tok, 200*time.Millisecond, 90*time.Second)
+	if a.Sent >= len(tok) {
+		t.Fatalf("the gateway waited for the whole slow body (%d bytes at 5 bytes/s); want it cut off by the %s read timeout", a.Sent, limit)
 	}
-	defer conn.Close()
-	// A liveness bound for the test itself: a gateway that holds the connection this long
-	// has failed, and the read below then reports it.
-	if err := conn.SetDeadline(time.Now().Add(90 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(conn, "POST /partner/acme/url HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n", host, len(tok)); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	trickled := make(chan int)
-	go func() {
-		n := 0
-		defer func() { trickled <- n }()
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for n < len(tok) {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if _, err := conn.Write([]byte{tok[n]}); err != nil {
-				return
-			}
-			n++
-		}
-	}()
-
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	close(stop)
-	sent := <-trickled
-	if err != nil {
-		t.Fatalf("reading the gateway's answer to a slow body (%d of %d bytes sent): %v", sent, len(tok), err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if sent >= len(tok) {
-		t.Fatalf("the gateway waited for the whole slow body (%d bytes at 5 bytes/s); want it cut off by the %s read timeout", sent, limit)
-	}
-	res := &response{status: resp.StatusCode, header: resp.Header, body: string(body)}
+	res := &response{status: a.Status, header: a.Header, body: string(a.Body)}
 	if got, want := outcome(res.status, problemCode(t, res)), outcome(http.StatusBadRequest, codeBodyUnreadable); got != want {
 		t.Errorf("answer to a slow body = %s, want %s; body: %s", got, want, clipBody(res.body))
 	}
-	// The connection is finished: the next read ends, it does not wait for more.
-	var ne net.Error
-	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
-		t.Errorf("after the answer the connection is still open (read: %v), want it closed", err)
+	if !a.Closed {
+		t.Errorf("after the answer the connection is still open, want it closed")
 	}
 	if n := len(up.Requests()) - before; n != 0 {
 		t.Errorf("the upstream received %d requests for a slow body, want 0", n)
 	}
-	t.Logf("slow body: cut off after %d of %d bytes with %d", sent, len(tok), resp.StatusCode)
+	t.Logf("slow body: cut off after %d of %d bytes with %d", a.Sent, len(tok), a.Status)
 }
 
 // TestDeclaredHugeBodyRefused declares a 1 GiB body and sends none of it: the gateway must

@@ -231,8 +231,8 @@ func installable(t *testing.T, ctx context.Context, lang string) {
 	}
 }
 
-// TestGoOnThePhone: in every language, a member's Go on a phone of 360 px shows the plans
-// and a plan without sideways scrolling, Chromium finds it installable with a manifest in
+// TestGoOnThePhone: in every language, Go's start page and a member's Go on a phone of
+// 360 px show the plans and a plan without sideways scrolling, Chromium finds it installable with a manifest in
 // that language, and after the network is gone a reload still shows the plan, the list and
 // a plan the member never opened, saying that Go is offline.
 func TestGoOnThePhone(t *testing.T) {
@@ -242,6 +242,11 @@ func TestGoOnThePhone(t *testing.T) {
 	for _, lang := range i18n.Languages {
 		t.Run(lang, func(t *testing.T) {
 			ctx := phone(t, lang)
+			// Go's start page without a session, as the home screen opens it.
+			step(t, ctx, "start page", chromedp.Navigate(s.gateway.URL+"/go"), chromedp.WaitVisible(chromedp.ID("session-ended")))
+			fits(t, ctx, "start page")
+			screenshot(t, ctx, "0-start-"+lang)
+			installable(t, ctx, lang)
 			goLink(t, s, ctx, zoe())
 			if got := eval[string](t, ctx, `document.documentElement.lang`); got != lang {
 				t.Errorf("Go's page is in %q, want %q", got, lang)

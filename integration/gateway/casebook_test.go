@@ -180,7 +180,7 @@ func TestEveryVerifierAcceptanceThroughTheGateway(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			tok := linktokentest.AcceptancesAt(time.Now())[i].Token(t)
 			r := partnerkit.Check(context.Background(), tok, jwksJSON, c.Rules, time.Now())
-			if !r.Accepted || r.Kind != c.Kind {
+			if !r.Accepted || r.Kind != string(c.Kind) {
 				t.Fatalf("Check = accepted %v, kind %q (%s %s), want accepted %q", r.Accepted, r.Kind, r.Code, r.Detail, c.Kind)
 			}
 			up.Reset()

@@ -1,13 +1,10 @@
 package gateway
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,53 +20,20 @@ func TestReadTimeoutEndsSlowBody(t *testing.T) {
 	g := startGateway(t, fileKeys(t, k), "", "read_timeout 2s")
 	tok := mint(t, k, harness.Token{Payload: testpayload.Main()})
 
-	host := strings.TrimPrefix(g.URL, "http://")
-	conn, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
+	// A gateway that waits 60 s has failed.
+	a := harness.PostSlowly(t, g.URL, "/partner/demo/url", tok, 200*time.Millisecond, 60*time.Second)
+	if a.Sent >= len(tok) {
+		t.Fatalf("the gateway waited for the whole slow body (%d bytes); want it cut off by read_timeout", a.Sent)
 	}
-	defer conn.Close()
-	// Liveness bound of the test itself: a gateway that waits this long has failed.
-	if err := conn.SetDeadline(time.Now().Add(60 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(conn, "POST /partner/demo/url HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n", host, len(tok))
-	stop := make(chan struct{})
-	sent := make(chan int)
-	go func() {
-		n := 0
-		defer func() { sent <- n }()
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for n < len(tok) {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if _, err := conn.Write([]byte{tok[n]}); err != nil {
-				return
-			}
-			n++
-		}
-	}()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	close(stop)
-	n := <-sent
-	if err != nil {
-		t.Fatalf("reading the answer to a slow body (%d of %d bytes sent): %v", n, len(tok), err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if n >= len(tok) {
-		t.Fatalf("the gateway waited for the whole slow body (%d bytes); want it cut off by read_timeout", n)
+	if !a.Closed {
+		t.Errorf("after the answer the connection is still open, want it closed")
 	}
 	var p problemDoc
-	if err := json.Unmarshal(body, &p); err != nil {
-		t.Fatalf("decoding %s: %v", body, err)
+	if err := json.Unmarshal(a.Body, &p); err != nil {
+		t.Fatalf("decoding %s: %v", a.Body, err)
 	}
-	if resp.StatusCode != http.StatusBadRequest || p.Code != "body_unreadable" {
-		t.Errorf("answer to a slow body = %d %q, want 400 body_unreadable", resp.StatusCode, p.Code)
+	if a.Status != http.StatusBadRequest || p.Code != "body_unreadable" {
+		t.Errorf("answer to a slow body = %d %q, want 400 body_unreadable", a.Status, p.Code)
 	}
 	if got := len(g.up.Requests()); got != 0 {
 		t.Errorf("upstream received %d requests, want 0", got)

@@ -52,9 +52,9 @@ func writePage(w http.ResponseWriter, p problem.Problem, frameAncestors []string
 	lang := i18n.Choose(acceptLanguage)
 	t, ok := refusalPages[lang]
 	if !ok {
-		return problem.WriteFramedPage(w, p, frameAncestors)
+		return problem.WritePage(w, p, frameAncestors, nil)
 	}
 	p.Title = i18n.ProblemTitle(lang, problem.Code(p.Code))
 	w.Header().Set("Content-Language", lang)
-	return problem.WritePageWith(w, p, frameAncestors, t)
+	return problem.WritePage(w, p, frameAncestors, t)
 }

@@ -49,7 +49,7 @@ func (h *Handler) writeRejection(w http.ResponseWriter, rq *request, rej *reject
 	p := problem.New(rej.code, rej.detail)
 	p.Fields, p.RequestID = rej.fields, rq.requestID
 	if e := rej.token; e != nil {
-		p.Expected, p.MaxLifetime, p.Kind, p.KindFrom = e.Expected, e.MaxLifetime, string(e.Kind), e.KindFrom
+		p.Hints = e.Hints
 	}
 	hdr := w.Header()
 	switch p.Status {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/partnergate/partnergate/i18n"
@@ -19,14 +20,14 @@ import (
 type teller struct {
 	show    func(context.Context, alert.Message) error
 	logs    *logs
-	exe     string   // the program, whose .exe.config the texts name
 	culture []string // the start's culture, then the Culture setting, as they become known
+	fileLog bool     // Log or Debug: a failure to start is written to the log file too
 }
 
 // language is the texts' language: the start's culture, else the Culture setting (as for
 // the window), else the desktop's.
 func (t *teller) language() string {
-	return i18n.Choose(append(t.culture, alert.Language())...)
+	return i18n.Choose(slices.Concat(t.culture, []string{alert.Language()})...)
 }
 
 // message is the text of key with its arguments, err's text and where the log file is.
@@ -52,6 +53,9 @@ func (t *teller) tell(ctx context.Context, key string, err error, args ...string
 
 // fail logs why the wrapper cannot start, tells the person, and returns code.
 func (t *teller) fail(ctx context.Context, code int, key string, err error, args ...string) int {
+	if t.fileLog {
+		t.logs.enable()
+	}
 	t.logs.logger.Error("cannot start", "error", err)
 	t.tell(ctx, key, err, args...)
 	return code

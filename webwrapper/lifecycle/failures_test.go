@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/partnergate/partnergate/i18n"
 	"github.com/partnergate/partnergate/internal/wintest"
 	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/engine"
+	"github.com/partnergate/partnergate/webwrapper/instance"
 	"github.com/partnergate/partnergate/webwrapper/provider"
 )
 
@@ -260,5 +262,41 @@ func TestRefusedStartTold(t *testing.T) {
 	<-s.seen
 	if m := s.one(t); !strings.HasPrefix(m.Text, i18n.T("da", "webwrapper.alert.refused_args")) || !strings.Contains(m.Text, "openworkout") {
 		t.Errorf("the person was told\n%s\nwant the refused command line, naming openworkout", m.Text)
+	}
+}
+
+// A later start that hands its command line over writes no log file, with Log on: an EHR
+// starts the wrapper for every patient.
+func TestHandOverWritesNoLog(t *testing.T) {
+	home := userDirs(t)
+	tmp := filepath.Join(home, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
+		t.Setenv(k, tmp)
+	}
+	userSettings(t, config.Log, "True")
+	dir, err := instance.Dir(vendor, product)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	primary, inst, err := instance.Acquire(ctx, dir, nil)
+	if err != nil || !primary {
+		t.Fatalf("Acquire = %v, %v", primary, err)
+	}
+	defer inst.Close()
+	s := newShown()
+	if code := Run(ctx, []string{"culture=nb-NO"}, Options{Stderr: io.Discard, Alert: s.show}); code != ExitOK {
+		t.Fatalf("second start = %d, want 0", code)
+	}
+	<-inst.Args()
+	if _, err := os.Stat(filepath.Join(tmp, product+" logs")); !os.IsNotExist(err) {
+		t.Errorf("the log folder after a hand-over: %v, want none", err)
+	}
+	if len(s.msgs) != 0 {
+		t.Errorf("a hand-over told the person %+v", s.msgs)
 	}
 }

@@ -75,7 +75,6 @@ func Run(ctx context.Context, args []string, o Options) int {
 	if err != nil {
 		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", fmt.Errorf("finding the program: %w", err))
 	}
-	t.exe = exe
 	userPath, err := config.UserPath(vendor, product)
 	if err != nil {
 		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
@@ -89,11 +88,10 @@ func Run(ctx context.Context, args []string, o Options) int {
 			"config", config.AppPath(exe), "user", userPath)
 	}
 	t.culture = []string{cfg.String(config.Culture)}
-	// Log (the original's) or Debug: the log goes to a file too, from here on, so that
-	// what follows, a failure to start among it, is there.
-	if cfg.Bool(config.Log) || cfg.Bool(config.Debug) {
-		logs.enable()
-	}
+	// Log (the original's) or Debug: the log goes to a file too, once this start is the
+	// running wrapper or fails (teller.fail), so that a failure to start is in it; a
+	// start that only hands its command line over writes none.
+	t.fileLog = cfg.Bool(config.Log) || cfg.Bool(config.Debug)
 	prov, err := provider.ForArgs(args, cfg.String(config.ProtocolProvider))
 	if err != nil {
 		return t.fail(ctx, ExitUsage, "webwrapper.alert.unknown_provider", err, "config", config.AppPath(exe))
@@ -115,10 +113,12 @@ func Run(ctx context.Context, args []string, o Options) int {
 		return t.fail(ctx, ExitFailed, "webwrapper.alert.cannot_start", err)
 	}
 	if !primary {
-		log.Info("handed the command line to the running wrapper")
 		return ExitOK // the running instance has the command line
 	}
 	defer inst.Close()
+	if t.fileLog {
+		logs.enable()
+	}
 
 	for _, p := range cfg.Problems() {
 		log.Warn("configuration", "error", p)
