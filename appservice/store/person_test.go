@@ -55,6 +55,20 @@ func TestSelectPerson(t *testing.T) {
 				}
 			})
 
+			// userid 0 is "the service id is not known" (docs/interface.md B-PIPE-SELECT): a
+			// practice system that sends its patient each time with userid 0 and its own id
+			// finds the same person again; only a custom id nobody has makes a new one.
+			t.Run("userid 0: found by custom id, created when unknown", func(t *testing.T) {
+				got, created, matched := mustSelect(t, s, org, personspec.Select{UserID: 0, CustomID: "42", Firstname: "Åse", Lastname: "Ødegård"})
+				if created || matched != 1 || got.ID != p.ID {
+					t.Errorf("userid 0, custom id 42 = person %d (created %v, matched %d), want %d, not created", got.ID, created, matched, p.ID)
+				}
+				other, created, matched := mustSelect(t, s, org, personspec.Select{UserID: 0, CustomID: "43", Firstname: "Ola", Lastname: "Nordmann"})
+				if !created || matched != 0 || other.ID == p.ID || other.CustomID != "43" {
+					t.Errorf("userid 0, custom id 43 = person %d %q (created %v, matched %d), want a new person", other.ID, other.CustomID, created, matched)
+				}
+			})
+
 			t.Run("non-unique custom id: most recently changed, matched count", func(t *testing.T) {
 				older, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "dup-tmp", Firstname: "Older", Lastname: "One"})
 				newer, _, _ := mustSelect(t, s, org, personspec.Select{CustomID: "dup-tmp2", Firstname: "Newer", Lastname: "One"})
