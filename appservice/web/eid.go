@@ -138,11 +138,19 @@ func (p *eidProvider) assured(acr string) bool {
 	return i >= 0 && i >= slices.Index(p.levels, p.MinACR)
 }
 
-// eidSignIn starts an eID sign-in (GET /app/eid/{name}/signin), asking for MinACR.
+// eidSignIn starts an eID sign-in (GET /app/eid/{name}/signin), asking for MinACR. A
+// browser with a session goes to its landing instead: the start page offers the eID only
+// to a browser without one, and a link from another site to this address, which a
+// provider with a single sign-on session answers at once, must not swap the person's
+// session for another.
 func (h *Handler) eidSignIn(w http.ResponseWriter, r *http.Request) {
 	p := h.eids.byName[r.PathValue("name")]
 	if p == nil {
 		h.fail(w, problem.New(problem.CodeNotFound, ""))
+		return
+	}
+	if cur := h.session(r); cur != nil && !cur.Pending {
+		http.Redirect(w, r, landing(cur), http.StatusSeeOther)
 		return
 	}
 	h.startFlow(w, r, &p.oidcClient, oauth2.SetAuthURLParam("acr_values", p.MinACR))
@@ -243,16 +251,20 @@ func (h *Handler) setEIDCookie(w http.ResponseWriter, r *http.Request, value str
 		Secure: h.https(r), SameSite: http.SameSiteLaxMode, MaxAge: maxAge})
 }
 
-// eidLogout is where the sign-out of an eID session goes once the service session has
-// ended (signout): the provider's end_session_endpoint with the ID token as its hint, when
-// the provider offers one, else the Go start page; "" for a browser without an eID
-// session's cookie. The cookie ends.
-func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.Request) string {
+// eidLogout is where the sign-out of an eID session (eidSession: the session ended was
+// one) goes once the service session has ended (signout): the provider's
+// end_session_endpoint with the ID token as its hint, when the provider offers one, else
+// the Go start page; "" for another session or a browser without an eID session's cookie.
+// The cookie ends either way.
+func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.Request, eidSession bool) string {
 	raw := h.cookie(r, eidCookie)
 	if raw == "" {
 		return ""
 	}
 	h.setEIDCookie(w, r, "", -1)
+	if !eidSession {
+		return ""
+	}
 	s, ok := h.openEID(raw)
 	p := h.eids.byName[s.Provider]
 	if !ok || p == nil {
@@ -265,10 +277,13 @@ func (h *Handler) eidLogout(ctx context.Context, w http.ResponseWriter, r *http.
 	return p.logoutTarget(ctx, s.IDToken, back, "/go")
 }
 
-// eidLogoutOrigin is the origin of the logout of the provider that signed the browser's
-// eID session in, which the sign-out form's answer redirects to (the page's CSP
+// eidLogoutOrigin is the origin of the logout of the provider that signed sess, the
+// browser's eID session, in, which the sign-out form's answer redirects to (the page's CSP
 // form-action must allow it); none for another session.
-func (h *Handler) eidLogoutOrigin(r *http.Request) []string {
+func (h *Handler) eidLogoutOrigin(r *http.Request, sess *store.Session) []string {
+	if sess == nil || sess.Scope != store.ScopeMember {
+		return nil
+	}
 	s, ok := h.openEID(h.cookie(r, eidCookie))
 	if p := h.eids.byName[s.Provider]; ok && p != nil {
 		return p.logoutOrigin(r.Context())

@@ -257,6 +257,51 @@ func TestEIDSignOutAtProvider(t *testing.T) {
 	if res, _ := b.get("/go"); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("Go after the sign-out = %d, want 401", res.StatusCode)
 	}
+	// A provider without end_session_endpoint: the sign-out ends the service session and
+	// comes back to Go's start page.
+	idporten := f.h.eids.byName["idporten"]
+	if _, err := idporten.discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	idporten.logout = ""
+	eidSignIn(t, b, "kari")
+	_, shell = b.get("/go")
+	tok = csrfField.FindStringSubmatch(shell)
+	if res, _ := b.post("/app/signout", url.Values{"csrf": {tok[1]}}); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/go" {
+		t.Errorf("sign-out of an eID session whose provider offers no logout = %d to %q, want 303 to /go", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := b.get("/go"); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("Go after the sign-out = %d, want 401", res.StatusCode)
+	}
+	// A browser with a session does not start an eID sign-in: it goes to its landing,
+	// so another site's link to the sign-in cannot swap its session.
+	linked := newBrowser(t, f.h)
+	linked.signInByLink(f.link(t, goPayload(), "go"))
+	if res, _ := linked.get("/app/eid/idporten/signin"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/go" {
+		t.Errorf("eID sign-in in a browser with a Go link's session = %d to %q, want 303 to /go", res.StatusCode, res.Header.Get("Location"))
+	}
+
+	// A Go link's session that took an eID session's place in the browser signs out as a
+	// link's does: not at the provider.
+	idporten.logout = "http://" + provider.Host + "/end_session"
+	eidSignIn(t, b, "kari")
+	// The link asks first whether to leave the eID session for its account: yes.
+	page := body(t, b.login(f.link(t, goPayload(), "go")))
+	m := switchForm.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no switch question for a Go link in the eID session's browser:\n%s", page)
+	}
+	if res, _ := b.post("/app/login", url.Values{"code": {m[1]}, "csrf": {m[2]}, "switch": {"yes"}}); res.Header.Get("Location") != "/go" {
+		t.Fatalf("switching to the Go link's account → %q, want /go", res.Header.Get("Location"))
+	}
+	res, shell = b.get("/go")
+	tok = csrfField.FindStringSubmatch(shell)
+	if csp := res.Header.Get("Content-Security-Policy"); strings.Contains(csp, provider.Host) {
+		t.Errorf("a Go link's session's page lets its form end at the eID provider: %q", csp)
+	}
+	if res, _ := b.post("/app/signout", url.Values{"csrf": {tok[1]}}); res.Header.Get("Location") != "/app/signed-out" {
+		t.Errorf("sign-out of a Go link's session after an eID session → %q, want /app/signed-out", res.Header.Get("Location"))
+	}
 	// A Go link's session signs out as before: no eID cookie, no provider.
 	b2 := newBrowser(t, f.h)
 	b2.signInByLink(f.link(t, goPayload(), "go"))

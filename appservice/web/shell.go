@@ -70,7 +70,7 @@ func (h *Handler) goShell(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.setOfflineOwner(w, s)
 		h.renderShell(w, r, http.StatusOK, shellData{Role: store.RoleMember, SignedIn: true,
-			Account: s.Account, Org: s.Organization, EIDOffered: len(h.eids.list) > 0}, h.eidLogoutOrigin(r)...)
+			Account: s.Account, Org: s.Organization, EIDOffered: len(h.eids.list) > 0}, h.eidLogoutOrigin(r, s)...)
 	}
 }
 

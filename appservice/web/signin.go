@@ -121,11 +121,14 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, "", "Reload the page and try again.") {
 		return
 	}
+	// Only a session the eID started (scope member) goes on to the provider's logout: a
+	// link's session that replaced it in this browser since does not.
+	cur := h.session(r)
 	if !h.endSession(w, r) {
 		return
 	}
 	target := "/app/signed-out"
-	if eid := h.eidLogout(r.Context(), w, r); eid != "" {
+	if eid := h.eidLogout(r.Context(), w, r, cur != nil && cur.Scope == store.ScopeMember); eid != "" {
 		// An eID session's sign-out ends the provider's session too, where it offers
 		// RP-initiated logout, and comes back to the Go start page.
 		target = eid

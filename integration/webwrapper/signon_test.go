@@ -64,7 +64,7 @@ func TestDeviceSignOn(t *testing.T) {
 	s := startStack(t)
 	d := newDesktop(t, s, nil)
 	const external = `CLINIC\asa`
-	w, p := signedIn(t, d, arguments, "signon="+external)
+	w, _ := signedIn(t, d, arguments, "signon="+external)
 	first := d.waitCredential(t, external, "")
 	if l, _, _ := d.links().Get(external); l.Username != "instructor" {
 		t.Errorf("the link is %+v, want the instructor's account", l)
@@ -73,7 +73,7 @@ func TestDeviceSignOn(t *testing.T) {
 	endSessions(t, s.Database)
 
 	w = d.start(t, arguments, "signon="+external)
-	p = w.attach(t)
+	p := w.attach(t)
 	p.waitFor(t, "a page at the next morning's start", pageShown)
 	p.screenshot(t, "next-morning")
 	if eval[bool](t, p, `!!document.getElementById("password")`) {
