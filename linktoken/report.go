@@ -56,11 +56,11 @@ func (r *Report) Verdict() string {
 // reportJSON is the wire shape of a Report. Status is derived from Code: the HTTP status
 // the link endpoint answers with it.
 type reportJSON struct {
-	Verdict     string                `json:"verdict"`
-	Code        problem.Code          `json:"code,omitempty"`
-	Status      int                   `json:"status,omitempty"`
-	Detail      string                `json:"detail,omitempty"`
-	Fields      []linkspec.FieldError `json:"fields,omitempty"`
+	Verdict string                `json:"verdict"`
+	Code    problem.Code          `json:"code,omitempty"`
+	Status  int                   `json:"status,omitempty"`
+	Detail  string                `json:"detail,omitempty"`
+	Fields  []linkspec.FieldError `json:"fields,omitempty"`
 	problem.Hints
 	Dropped     []linkspec.FieldError `json:"dropped,omitempty"`
 	KeySetError string                `json:"key_set_error,omitempty"`
