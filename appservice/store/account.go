@@ -162,29 +162,18 @@ WHERE role = ? AND (username = ? OR LOWER(email) = ?) ORDER BY id LIMIT 1`), Rol
 	if !hash.Valid || !checkPassword(hash.String, password) {
 		return nil, ErrBadCredentials
 	}
-	token, _, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	out := &SignedIn{Token: token}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
+	return s.newSession(ctx, func(tx *sql.Tx, token, _ string, now int64) (*Session, error) {
 		p, err := s.takePending(ctx, tx, pendingToken, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !p.org.Valid {
 			if p.org, err = s.lastMembership(ctx, tx, id); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		out.Session, err = s.startSession(ctx, tx, token, id, p, now)
-		return err
+		return s.startSession(ctx, tx, token, id, p, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ConfirmLink settles the link that a session's ConfirmLink asks for. With accept, the
@@ -262,6 +251,27 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), hashSecret(token), account, p.employee, p.
 	return s.readSession(ctx, tx, token)
 }
 
+// newSession starts a session under a fresh token, in one transaction: start writes it
+// (startSession, startMemberSession, or a pending session of its own) and reads it back.
+// Every sign-in is one, and they differ only in start: what the session takes over and
+// which organization it is in.
+func (s *Store) newSession(ctx context.Context, start func(tx *sql.Tx, token, tokenHash string, now int64) (*Session, error)) (*SignedIn, error) {
+	token, tokenHash, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	out := &SignedIn{Token: token}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out.Session, err = start(tx, token, tokenHash, s.now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ErrConflict is a name or link already taken: a username or e-mail address of another
 // account, or an employee linked to another account. ErrUsernameTaken and ErrEmailTaken
 // are ErrConflict, telling which name, so that a form can point at the field to change.
@@ -291,66 +301,55 @@ func (s *Store) CreateInstructorForPending(ctx context.Context, pendingToken, us
 	if err != nil {
 		return nil, err
 	}
-	token, _, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	out := &SignedIn{Token: token}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
+	return s.newSession(ctx, func(tx *sql.Tx, token, _ string, now int64) (*Session, error) {
 		p, err := s.takePending(ctx, tx, pendingToken, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !p.employee.Valid {
-			return ErrNoSession
+			return nil, ErrNoSession
 		}
 		var n int
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE role = ? AND (username = ? OR LOWER(email) = ?)`),
 			RoleInstructor, username, username).Scan(&n); err != nil {
-			return err
+			return nil, err
 		}
 		if n > 0 {
-			return ErrUsernameTaken
+			return nil, ErrUsernameTaken
 		}
 		if email != "" {
 			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE role = ? AND (username = LOWER(?) OR LOWER(email) = LOWER(?))`),
 				RoleInstructor, email, email).Scan(&n); err != nil {
-				return err
+				return nil, err
 			}
 			if n > 0 {
-				return ErrEmailTaken
+				return nil, ErrEmailTaken
 			}
 		}
 		var id int64
 		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO accounts (role, username, email, display_name, password_hash, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), RoleInstructor, username, email, strings.TrimSpace(displayName), hash, now, now).Scan(&id); err != nil {
-			return err
+			return nil, err
 		}
 		if err := s.step("account"); err != nil {
-			return err
+			return nil, err
 		}
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE employees SET account_id = ?, updated_at = ? WHERE id = ? AND account_id IS NULL`), id, now, p.employee.Int64)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return err
+			return nil, err
 		} else if n != 1 {
-			return ErrConflict
+			return nil, ErrConflict
 		}
 		if p.org.Valid {
 			if err := s.addMembership(ctx, tx, id, p.org.Int64, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		out.Session, err = s.startSession(ctx, tx, token, id, p, now)
-		return err
+		return s.startSession(ctx, tx, token, id, p, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ChangePassword sets a new password for the instructor signed in with token, after

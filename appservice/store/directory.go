@@ -46,13 +46,7 @@ func (s *Store) DirectorySignIn(ctx context.Context, u DirectoryUser, pendingTok
 	if u.Issuer == "" || u.Subject == "" {
 		return nil, errors.New("directory user needs an issuer and a subject")
 	}
-	token, tokenHash, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	out := &SignedIn{Token: token}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
+	return s.newSession(ctx, func(tx *sql.Tx, token, tokenHash string, now int64) (*Session, error) {
 		var p pending
 		if u.PartnerOrgID != "" {
 			var org int64
@@ -61,7 +55,7 @@ func (s *Store) DirectorySignIn(ctx context.Context, u DirectoryUser, pendingTok
 			case err == nil:
 				p.org = sql.NullInt64{Int64: org, Valid: true}
 			case !errors.Is(err, sql.ErrNoRows):
-				return err
+				return nil, err
 			}
 		}
 		var account sql.NullInt64
@@ -71,19 +65,19 @@ ON CONFLICT (partner, partner_employee_id) DO UPDATE SET username = excluded.use
 	firstname = excluded.firstname, lastname = excluded.lastname, email = excluded.email, updated_at = excluded.updated_at
 RETURNING id, account_id`), DirectoryPartner+u.Issuer, u.Subject, strings.TrimSpace(u.Username), strings.TrimSpace(u.Firstname),
 			strings.TrimSpace(u.Lastname), strings.TrimSpace(u.Email), now, now).Scan(&p.employee, &account); err != nil {
-			return err
+			return nil, err
 		}
 		if !account.Valid {
 			// First sight: a pending session, as a first-time partner employee's.
 			_, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, employee_id, organization_id, created_at, expires_at)
 VALUES (?, NULL, ?, ?, ?, ?)`), tokenHash, p.employee, p.org, now, now+s.opts.PendingTTL.Milliseconds())
 			if err != nil {
-				return err
+				return nil, err
 			}
 		} else {
 			pp, err := s.takePending(ctx, tx, pendingToken, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if pp.employee.Valid && pp.employee != p.employee {
 				// The organization's membership waits for the link's confirmation
@@ -91,21 +85,15 @@ VALUES (?, NULL, ?, ?, ?, ?)`), tokenHash, p.employee, p.org, now, now+s.opts.Pe
 				p = pp
 			} else if p.org.Valid {
 				if err := s.addMembership(ctx, tx, account.Int64, p.org.Int64, now); err != nil {
-					return err
+					return nil, err
 				}
 			} else if p.org, err = s.lastMembership(ctx, tx, account.Int64); err != nil {
-				return err
+				return nil, err
 			}
-			out.Session, err = s.startSession(ctx, tx, token, account.Int64, p, now)
-			return err
+			return s.startSession(ctx, tx, token, account.Int64, p, now)
 		}
-		out.Session, err = s.readSession(ctx, tx, token)
-		return err
+		return s.readSession(ctx, tx, token)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DirectoryAccount returns the account the directory user (issuer, subject) is linked to,

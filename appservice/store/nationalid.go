@@ -38,45 +38,39 @@ func (s *Store) SignInByNationalID(ctx context.Context, n nationalid.Number) (*N
 		return nil, ErrNationalIDUnknown
 	}
 	hash := s.ssnHash(n)
-	token, tokenHash, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	out := &NationalIDSignedIn{SignedIn: SignedIn{Token: token}}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		out.AccountCreated = false
+	var created bool
+	in, err := s.newSession(ctx, func(tx *sql.Tx, token, tokenHash string, now int64) (*Session, error) {
+		created = false
 		var member int64
 		var account sql.NullInt64
 		err := tx.QueryRowContext(ctx, s.q(`SELECT m.id, a.id FROM members m LEFT JOIN accounts a ON a.member_id = m.id
 WHERE m.ssn_hash = ? ORDER BY CASE WHEN a.id IS NULL THEN 1 ELSE 0 END, m.id LIMIT 1`), hash).Scan(&member, &account)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return ErrNationalIDUnknown
+			return nil, ErrNationalIDUnknown
 		case err != nil:
-			return err
+			return nil, err
 		}
 		if !account.Valid {
-			now := s.now()
 			var first, middle, last, email string
 			if err := tx.QueryRowContext(ctx, s.q(`SELECT p.firstname, p.middlename, p.lastname, p.email
 FROM persons p JOIN members m ON m.id = p.member_id
 LEFT JOIN person_partner_ids x ON x.person_id = p.id AND x.partner_person_id = m.partner_person_id
 WHERE p.member_id = ? ORDER BY CASE WHEN x.person_id IS NULL THEN 1 ELSE 0 END, p.id LIMIT 1`), member).
 				Scan(&first, &middle, &last, &email); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
+				return nil, err
 			}
 			id, err := s.newMemberAccount(ctx, tx, member, email, displayName(first, middle, last), now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			account = sql.NullInt64{Int64: id, Valid: true}
-			out.AccountCreated = true
+			created = true
 		}
-		out.Session, err = s.startMemberSession(ctx, tx, token, tokenHash, account.Int64)
-		return err
+		return s.startMemberSession(ctx, tx, token, tokenHash, account.Int64, now)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return &NationalIDSignedIn{SignedIn: *in, AccountCreated: created}, nil
 }

@@ -193,24 +193,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, p
 // member account with a member is ErrNotFound. The national eID sign-in calls it through
 // SignInByNationalID, which matches the eID's number to the member first.
 func (s *Store) NationalEIDSignIn(ctx context.Context, memberAccountID int64) (*SignedIn, error) {
-	token, tokenHash, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	out := &SignedIn{Token: token}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		out.Session, err = s.startMemberSession(ctx, tx, token, tokenHash, memberAccountID)
-		return err
+	return s.newSession(ctx, func(tx *sql.Tx, token, tokenHash string, now int64) (*Session, error) {
+		return s.startMemberSession(ctx, tx, token, tokenHash, memberAccountID, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // startMemberSession starts the ScopeMember session of memberAccountID in tx
 // (NationalEIDSignIn).
-func (s *Store) startMemberSession(ctx context.Context, tx *sql.Tx, token, tokenHash string, memberAccountID int64) (*Session, error) {
+func (s *Store) startMemberSession(ctx context.Context, tx *sql.Tx, token, tokenHash string, memberAccountID, now int64) (*Session, error) {
 	var n int
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM accounts WHERE id = ? AND role = ? AND member_id IS NOT NULL`),
 		memberAccountID, RoleMember).Scan(&n); err != nil {
@@ -219,7 +209,6 @@ func (s *Store) startMemberSession(ctx context.Context, tx *sql.Tx, token, token
 	if n == 0 {
 		return nil, ErrNotFound
 	}
-	now := s.now()
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sessions (token_hash, account_id, scope, case_id, created_at, expires_at)
 VALUES (?, ?, ?, '', ?, ?)`), tokenHash, memberAccountID, string(ScopeMember), now, now+s.opts.SessionTTL.Milliseconds()); err != nil {
 		return nil, err
