@@ -64,13 +64,6 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "signin", d)
 }
 
-// signinRefusals are what the sign-in page says when admit refuses.
-var signinRefusals = map[turnRefusal]string{
-	refusedFailed:  "Sign-in is not possible right now. Try again in a moment.",
-	refusedLimited: "Too many sign-in attempts. Wait a minute, then try again.",
-	refusedBusy:    "Sign-in is busy right now. Try again in a few seconds.",
-}
-
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	if !h.readSignInForm(w, r, "sign-in refused") {
 		return
@@ -81,7 +74,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	release, status, why := h.admit(w, r, strings.ToLower(strings.TrimSpace(login)), "sign-in")
 	if release == nil {
 		if status != 0 {
-			h.signinError(w, r, status, login, signinRefusals[why])
+			h.signinError(w, r, status, login, refusalTexts["sign-in"][why])
 		}
 		return
 	}

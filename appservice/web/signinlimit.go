@@ -90,6 +90,20 @@ const (
 	refusedBusy                       // too many password checks at once
 )
 
+// refusalTexts are what a page says when admit refuses, by the event it refused and why.
+var refusalTexts = map[string][3]string{
+	"sign-in": {
+		refusedFailed:  "Sign-in is not possible right now. Try again in a moment.",
+		refusedLimited: "Too many sign-in attempts. Wait a minute, then try again.",
+		refusedBusy:    "Sign-in is busy right now. Try again in a few seconds.",
+	},
+	"account creation": {
+		refusedFailed:  "Your account could not be created right now; nothing was saved. Try again in a moment.",
+		refusedLimited: "Too many attempts. Wait a minute, then try again.",
+		refusedBusy:    "The service is busy right now. Try again in a few seconds.",
+	},
+}
+
 // admit is the gate before a password is checked or hashed (sign-in, account creation):
 // login's turn in the shared counts (signInTurn), then a slot among the checks running at
 // once. Admitted, it returns the slot's release, which the caller calls when the hash is

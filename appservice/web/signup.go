@@ -66,13 +66,6 @@ func notUsernameRune(r rune) bool {
 // without the link confirmation: the account is new, so no one else's account can be
 // linked to the partner user. Only a pending session may post it. Like a sign-in it
 // hashes a password, so the same bounds apply before it does.
-// signupRefusals are what the account creation page says when admit refuses.
-var signupRefusals = map[turnRefusal]string{
-	refusedFailed:  "Your account could not be created right now; nothing was saved. Try again in a moment.",
-	refusedLimited: "Too many attempts. Wait a minute, then try again.",
-	refusedBusy:    "The service is busy right now. Try again in a few seconds.",
-}
-
 func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 	if !h.readSignInForm(w, r, "account creation refused") {
 		return
@@ -100,7 +93,7 @@ func (h *Handler) signup(w http.ResponseWriter, r *http.Request) {
 	release, status, why := h.admit(w, r, strings.ToLower(f.Username), "account creation")
 	if release == nil {
 		if status != 0 {
-			f.Errors = []string{signupRefusals[why]}
+			f.Errors = []string{refusalTexts["account creation"][why]}
 			h.renderSignup(w, r, s, status, f)
 		}
 		return
