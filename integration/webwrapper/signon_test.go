@@ -15,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/partnergate/partnergate/webwrapper/pipe"
 	"github.com/partnergate/partnergate/webwrapper/signon"
 )
 
@@ -89,7 +90,25 @@ func TestDeviceSignOn(t *testing.T) {
 	if !strings.Contains(s.AppLogs.String(), `"by":"device"`) {
 		t.Error("the service's log has no sign-in by the device sign-on")
 	}
-	for _, secret := range []string{first, second} {
+
+	// The wrapper left open past its session's end (a night): the service's sessions end
+	// while it runs. The page's next call finds the session ended, and the device sign-on
+	// signs the window in again: the command after it runs signed in, without the password.
+	endSessions(t, s.Database)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	_, _ = pipe.Call(ctx, w.pipePath(), "getlistofusers", map[string]any{"customid": "none"}) // finds the session ended
+	cancel()
+	third := d.waitCredential(t, external, second)
+	w.callJSON(t, "getlistofusers", map[string]any{"customid": "none"}, &nobody)
+	p.waitFor(t, "the page signed in again", pageShown)
+	p.screenshot(t, "signed-in-again")
+	if eval[bool](t, p, `!!document.getElementById("password")`) {
+		t.Error("the wrapper whose session ended asks for the password: the device sign-on did not sign it in again")
+	}
+	if got := p.text(t, "#account"); got != "Coach Carter" {
+		t.Errorf("signed in again as %q, want Coach Carter", got)
+	}
+	for _, secret := range []string{first, second, third} {
 		if strings.Contains(w.out.String(), secret) || strings.Contains(s.AppLogs.String(), secret) {
 			t.Error("a device sign-on's secret is in a log")
 		}

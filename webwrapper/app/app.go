@@ -78,6 +78,7 @@ type App struct {
 	closeOnce sync.Once
 	issuing   int        // device sign-ons being asked for, under mu
 	issued    *sync.Cond // on mu, signalled when issuing drops to 0
+	resumed   time.Time  // when resume last signed the window in again, under mu
 }
 
 type account struct {
@@ -270,14 +271,58 @@ func (a *App) event(ctx context.Context, eng engine.Engine, ev engine.Event) {
 			}()
 		}
 	case "signedOut":
+		var d struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(ev.Data, &d) // no reason: a sign-out, as the page said before it gave one
 		a.mu.Lock()
 		external := a.external
 		a.account = account{}
 		a.mu.Unlock()
+		if d.Reason == "ended" {
+			// The session ended by itself (its hours passed, the service let it go): the
+			// link and its device sign-on stay, as the original's did, and the device
+			// sign-on signs the window in again.
+			a.setSignedIn(false)
+			a.resume(ctx, eng, external)
+			return
+		}
 		// Signing out ends the external user's link and its device sign-on, so that the
-		// next sign-in links anew and the next start asks for the password.
+		// next sign-in links anew and the next start asks for the password. A device
+		// sign-on still being asked for is ended with it, not kept after the sign-out.
+		a.Wait()
 		a.forget(ctx, external)
 		a.setSignedIn(false)
+	}
+}
+
+// resumeEvery bounds how often a window whose session ended is signed in again by the
+// device sign-on: a session that ends at once again is the service's refusal, not a
+// passing hour, and the person signs in with the password.
+const resumeEvery = time.Minute
+
+// resume signs eng in again with external's device sign-on, when there is one, after its
+// session ended: the nurse who left the wrapper open overnight finds it signed in.
+func (a *App) resume(ctx context.Context, eng engine.Engine, external string) {
+	if a.o.Device == nil || external == "" {
+		return
+	}
+	a.mu.Lock()
+	if !a.resumed.IsZero() && time.Since(a.resumed) < resumeEvery {
+		a.mu.Unlock()
+		a.o.Logger.Info("the session ended again at once: sign in with the password")
+		return
+	}
+	a.resumed = time.Now()
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.o.Wait)
+	defer cancel()
+	cookies := a.o.Device.SignIn(ctx, external)
+	if len(cookies) == 0 {
+		return
+	}
+	if err := eng.UseSession(ctx, cookies); err != nil {
+		a.o.Logger.Warn("signing the window in again with the device sign-on", "error", err)
 	}
 }
 

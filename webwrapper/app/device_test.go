@@ -20,6 +20,7 @@ import (
 type deviceService struct {
 	mu       sync.Mutex
 	issued   int
+	signins  int
 	signouts []string
 }
 
@@ -38,6 +39,17 @@ func (f *deviceService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.issued++
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"credential":"credential-%d","id":1}`, f.issued)
+	case "/app/device/signin":
+		// The newest credential is exchanged for a session and the next credential.
+		if body["credential"] != fmt.Sprintf("credential-%d", f.issued) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"code":"device_signon_invalid"}`)
+			return
+		}
+		f.issued++
+		f.signins++
+		http.SetCookie(w, &http.Cookie{Name: "pg_session", Value: fmt.Sprintf("resumed-%d", f.signins), Path: "/"})
+		fmt.Fprintf(w, `{"credential":"credential-%d"}`, f.issued)
 	case "/app/device/signout":
 		f.signouts = append(f.signouts, body["credential"])
 		w.WriteHeader(http.StatusNoContent)
@@ -134,4 +146,68 @@ func TestSignOutRunsOn(t *testing.T) {
 	if out, _, err := a.Do(context.Background(), cmd(t, "version", nil)); err != nil || string(out) != "2.1.5.0" {
 		t.Errorf("version after Sign out = %q, %v", out, err)
 	}
+}
+
+// TestSessionEndedSignsInAgain: a session that ends by itself (the page's signedOut with
+// reason "ended": the wrapper was left open past the session's hours) keeps the link and
+// its device sign-on, which signs the window in again at once, the start page opened on
+// the new session; a session that ends again within a minute is left to the password;
+// the person's own sign-out (reason "signout") still ends the device sign-on.
+func TestSessionEndedSignsInAgain(t *testing.T) {
+	f := &deviceService{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
+	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}}
+	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
+	eng.SetCookies([]*http.Cookie{{Name: "pg_session", Value: "fresh-session"}})
+	signIn(eng, 7)
+	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
+
+	eng.Emit("signedOut", map[string]any{"reason": "ended"})
+	waitCredential(t, links, `DOMAIN\asa`, "credential-2")
+	for deadline := time.Now().Add(5 * time.Second); len(eng.Navigated()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the window is opened again right after the credential is kept
+	}
+	if _, ok, _ := links.Get(`DOMAIN\asa`); !ok {
+		t.Error("a session that ended by itself ended the link")
+	}
+	if got := signon.SessionToken(mustCookies(t, eng)); got != "resumed-1" {
+		t.Errorf("the window's session after it ended = %q, want the device sign-on's resumed-1", got)
+	}
+	if nav := eng.Navigated(); len(nav) != 1 || nav[0] != "http://app/" {
+		t.Errorf("navigated %q, want the start page opened again", nav)
+	}
+	signIn(eng, 7)
+	waitState(t, a, true)
+
+	// Ended again at once: not signed in again, the device sign-on kept for the next start.
+	eng.Emit("signedOut", map[string]any{"reason": "ended"})
+	signIn(eng, 7) // events are handled in order: once this one is, so is the signedOut
+	waitState(t, a, true)
+	f.mu.Lock()
+	if f.signins != 1 || len(f.signouts) != 0 {
+		t.Errorf("after a second end within a minute: %d device sign-ins, sign-outs %q; want 1 and none", f.signins, f.signouts)
+	}
+	f.mu.Unlock()
+	waitCredential(t, links, `DOMAIN\asa`, "credential-2")
+
+	eng.Emit("signedOut", map[string]any{"reason": "signout"})
+	waitCredential(t, links, `DOMAIN\asa`, "")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.signouts) != 1 || f.signouts[0] != "credential-2" {
+		t.Errorf("the person's sign-out signed out %q at the service, want credential-2", f.signouts)
+	}
+}
+
+func mustCookies(t *testing.T, eng interface {
+	Cookies(context.Context) ([]*http.Cookie, error)
+}) []*http.Cookie {
+	t.Helper()
+	c, err := eng.Cookies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -53,6 +54,7 @@ type Chrome struct {
 	// The page's JavaScript worlds (execution contexts) as the browser announces them:
 	// host events count, and page calls run, only in the service's origin.
 	origin   string                               // the service's, from Options
+	startURL string                               // Options.URL, which UseSession opens again
 	targetID string                               // the window's target, whose id its main frame shares
 	contexts map[runtime.ExecutionContextID]world // by id, the main worlds of the page's frames
 	main     world                                // the main frame's main world; zero while there is none
@@ -94,7 +96,7 @@ func (c *Chrome) Start(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("starting browser: %w", err)
 	}
-	c.origin, c.contexts = origin, map[runtime.ExecutionContextID]world{}
+	c.origin, c.contexts, c.startURL = origin, map[runtime.ExecutionContextID]world{}, o.URL
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), allocatorOptions(exe, o)...)
 	bctx, cancel := chromedp.NewContext(actx)
 	c.ctx, c.cancel, c.cancelAlloc = bctx, cancel, cancelAlloc
@@ -429,6 +431,20 @@ func (c *Chrome) watch() {
 func (c *Chrome) Events() <-chan Event { return c.events }
 
 // Navigate opens url and waits for it to load.
+// UseSession sets cookies for the service's origin, as Start sets Options.Cookies, and
+// opens the start page again.
+func (c *Chrome) UseSession(ctx context.Context, cookies []*http.Cookie) error {
+	sctx, stop := c.scope(ctx)
+	defer stop()
+	if err := setCookies(sctx, c.origin, cookies); err != nil {
+		return fmt.Errorf("setting the device sign-on's session: %w", err)
+	}
+	if err := chromedp.Do(sctx, chromedp.Navigate(c.startURL)); err != nil {
+		return fmt.Errorf("opening the start page: %w", err)
+	}
+	return nil
+}
+
 func (c *Chrome) Navigate(ctx context.Context, url string) error {
 	sctx, stop := c.scope(ctx)
 	defer stop()

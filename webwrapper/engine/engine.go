@@ -82,6 +82,10 @@ type Engine interface {
 	// too, which no script of the page can read: the wrapper takes the session's token
 	// from them for the device sign-on.
 	Cookies(ctx context.Context) ([]*http.Cookie, error)
+	// UseSession puts the cookies of a new session of the service (a device sign-on's,
+	// after the window's session ended) into the running window and opens its start page
+	// (Options.URL) again.
+	UseSession(ctx context.Context, cookies []*http.Cookie) error
 	// Navigate opens url in the window.
 	Navigate(ctx context.Context, url string) error
 	// Minimize minimizes the window (the pipe's hide).

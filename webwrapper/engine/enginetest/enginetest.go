@@ -193,6 +193,18 @@ func (e *Engine) SetCookies(cookies []*http.Cookie) {
 	e.cookies = cookies
 }
 
+// UseSession takes cookies as what Cookies returns and records the start page (Options.URL)
+// as navigated to.
+func (e *Engine) UseSession(_ context.Context, cookies []*http.Cookie) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cookies = cookies
+	if e.started != nil {
+		e.navigated = append(e.navigated, e.started.URL)
+	}
+	return nil
+}
+
 // Cookies returns the cookies of SetCookies.
 func (e *Engine) Cookies(context.Context) ([]*http.Cookie, error) {
 	e.mu.Lock()

@@ -44,10 +44,13 @@ onRender(highlight);
 let ended = false;
 let signedOutSent = false;
 
-function signedOut() {
+// signedOut tells the host, once, that the page has no session: reason "signout" when the
+// person signed out, "ended" when the session ended by itself (a desktop wrapper keeps its
+// device sign-on then, and signs the window in again).
+function signedOut(reason) {
   if (signedOutSent) return;
   signedOutSent = true;
-  emit("signedOut");
+  emit("signedOut", { reason });
 }
 
 // sessionEnded replaces the application with the "session ended" view, once.
@@ -60,7 +63,7 @@ function sessionEnded() {
     if (el) el.hidden = true;
   }
   replace(document.getElementById("view"), endedView(state.role));
-  signedOut();
+  signedOut("ended");
   // Nothing of the member whose session ended stays readable offline.
   forgetOffline().catch(() => {});
 }
@@ -83,7 +86,7 @@ async function boot() {
     sessionEnded();
     return;
   }
-  document.getElementById("signout-form")?.addEventListener("submit", signedOut);
+  document.getElementById("signout-form")?.addEventListener("submit", () => signedOut("signout"));
   installLanguagePicker();
   await start().catch(() => {});
   if (state.role === "member") installOffline().catch(() => {});
@@ -99,6 +102,6 @@ const ready = parsed.then(boot);
 install(ready);
 ready.then(() => {
   emit("ready", { version: 1 });
-  if (ended) signedOut();
+  if (ended) signedOut("ended");
   else if (state.status) emit("signedIn", { account: state.status.account, organization: state.status.organization });
 });
