@@ -25,13 +25,16 @@ go vet ./...
 # integration/msi in the go test run.
 echo "== windows: vet the wrapper, run its tests under wine"
 CGO_ENABLED=0 GOOS=windows go vet ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/
-winprefix="$(mktemp -d)"
-scripts/wine.sh prefix "$winprefix"
-# The window calls (webwrapper/engine's TestNativeWindow: hide, show, to the front) need a
-# display under Wine: a private Xvfb for this step.
+# The window calls (webwrapper/engine's TestNativeWindow: hide, show, to the front) and the
+# message boxes (webwrapper/alert, cmd/webwrapper) need a display under Wine: a private
+# Xvfb for this step, started before the prefix, whose desktop process (explorer, started by
+# wineboot) takes the display it is started with for every later window: a prefix made
+# without one gives every window Wine's null driver ("no driver could be loaded").
 exec 9< <(Xvfb -displayfd 1 -screen 0 1024x768x24 -nolisten tcp 2>/dev/null & echo "pid $!")
 read -r winxvfb <&9; read -r winxdisplay <&9
 winxvfb=${winxvfb#pid }
+winprefix="$(mktemp -d)"
+DISPLAY=":$winxdisplay" scripts/wine.sh prefix "$winprefix"
 set +e
 DISPLAY=":$winxdisplay" WINEPREFIX="$winprefix" CGO_ENABLED=0 GOOS=windows go test -count=1 -p 1 -exec "$PWD/scripts/wine.sh exec" \
 	-skip '^TestChrome' ./webwrapper/... ./cmd/svcpipe/ ./cmd/webwrapper/ ./internal/wintest/ 2>&1 | grep -v 'no test files'
