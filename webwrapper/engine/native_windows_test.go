@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -52,6 +53,10 @@ func appWindow(t *testing.T) windows.HWND {
 // hide takes the minimised window out of the taskbar (hidden); show puts it back and
 // front brings it up as the foreground window, restored by then.
 func TestNativeWindow(t *testing.T) {
+	// The window is this thread's, and this thread pumps no messages: a call from another
+	// thread (the goroutine moved) would wait for it forever. Locked to the end of the test
+	// goroutine, the cleanup's DestroyWindow included.
+	runtime.LockOSThread()
 	h := appWindow(t)
 	pid := os.Getpid()
 	if got := appWindows(uint32(pid)); len(got) != 1 || got[0] != h {
