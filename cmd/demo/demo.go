@@ -66,7 +66,7 @@ func (p *proc) exited() bool {
 // before anything is built or started.
 func configure(check bool, stdout, stderr io.Writer) (*demo, error) {
 	if _, err := exec.LookPath("go"); err != nil {
-		return nil, errors.New("Go is not installed: see https://go.dev/doc/install")
+		return nil, errors.New("no go command: install Go, see https://go.dev/doc/install")
 	}
 	for _, f := range []string{"xcaddy.sh", "Caddyfile.example", "cmd/demo"} {
 		if _, err := os.Stat(f); err != nil {

@@ -430,7 +430,6 @@ func (c *Chrome) watch() {
 // Events delivers the page's host events (window.svcHost) in order.
 func (c *Chrome) Events() <-chan Event { return c.events }
 
-// Navigate opens url and waits for it to load.
 // UseSession sets cookies for the service's origin, as Start sets Options.Cookies, and
 // opens the start page again.
 func (c *Chrome) UseSession(ctx context.Context, cookies []*http.Cookie) error {
@@ -445,6 +444,7 @@ func (c *Chrome) UseSession(ctx context.Context, cookies []*http.Cookie) error {
 	return nil
 }
 
+// Navigate opens url and waits for it to load.
 func (c *Chrome) Navigate(ctx context.Context, url string) error {
 	sctx, stop := c.scope(ctx)
 	defer stop()
