@@ -70,8 +70,10 @@ func TestWindowComesWhenCalled(t *testing.T) {
 	if err := <-waiting; err != nil {
 		t.Fatalf("the waiting getlistofusers = %v", err)
 	}
+	// The header names the person before the person view (and its plan form) has loaded.
 	p.waitFor(t, "Hege in focus: the command of the client that hung up ran",
-		`(document.getElementById("contact-name") || {}).textContent === "Hege Vik"`)
+		`(document.getElementById("contact-name") || {}).textContent === "Hege Vik"
+		&& document.getElementById("new-plan-template")`)
 	p.screenshot(t, "hung-up-client")
 
 	plan := eval[struct {

@@ -220,8 +220,20 @@ func TestRequestPathIndependentOfPartners(t *testing.T) {
 		}
 		return accepted, refused
 	}
-	accepted1, refused1 := measure(1)
-	accepted1000, refused1000 := measure(1000)
+	// The least of three handlers for each size: now and then one handler's runs each
+	// carry an allocation or two more, in all of its runs, with 1 partner as with 1,000
+	// (1 handler in 36 under -race; the gate failed on it once). A copy made on every
+	// request would be in every handler's least run.
+	least := func(n int) (accepted, refused requestCost) {
+		accepted, refused = measure(n)
+		for range 2 {
+			a, r := measure(n)
+			accepted, refused = accepted.min(a), refused.min(r)
+		}
+		return accepted, refused
+	}
+	accepted1, refused1 := least(1)
+	accepted1000, refused1000 := least(1000)
 	t.Logf("accepted: %+v with 1 partner, %+v with 1,000", accepted1, accepted1000)
 	t.Logf("unknown partner: %+v with 1 partner, %+v with 1,000", refused1, refused1000)
 	for _, c := range []struct {
@@ -239,6 +251,11 @@ func TestRequestPathIndependentOfPartners(t *testing.T) {
 
 // requestCost is what one request allocates.
 type requestCost struct{ allocs, bytes uint64 }
+
+// min is the fewer allocations and the fewer bytes of c and o.
+func (c requestCost) min(o requestCost) requestCost {
+	return requestCost{min(c.allocs, o.allocs), min(c.bytes, o.bytes)}
+}
 
 // leastPerRun runs f runs times after a first run, on one processor as
 // testing.AllocsPerRun does, and returns the fewest allocations and bytes of any one run.
