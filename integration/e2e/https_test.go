@@ -122,12 +122,17 @@ func TestHTTPS(t *testing.T) {
 		screenshot(t, ctx, "go-link")
 		wantHostCookies(t, ctx, s, network.CookieSameSiteNone, "pg_session", "pg_csrf", "pg_device")
 		wantHSTS(t, ctx, s, "/go", "#member")
-		// Go installs over HTTPS as on localhost, and its worker registers in this secure
-		// context (issue 36); what the worker keeps offline, TestGoOnThePhone checks.
+		// Go installs over HTTPS as on localhost, and its worker keeps the shell and the
+		// list of the page it did not load (issue 36). Over HTTPS the worker most often
+		// takes over this page while it boots: before the fix the page then told it
+		// nothing, and the shell was not kept. Whether Chrome lets the worker answer a
+		// later navigation varies from run to run here (the controller stays null in about
+		// one run of five over HTTPS, with the worker active), so what a controlled page
+		// reads offline is TestGoOnThePhone's.
 		step(t, ctx, "Go again", chromedp.Navigate(s.gateway.URL+"/go"))
 		waitView(t, ctx, "my-plans")
 		installable(t, ctx, "en")
-		waitTrue(t, ctx, "Go's worker registered", `(await navigator.serviceWorker.getRegistration("/go")) !== undefined`)
+		waitTrue(t, ctx, "Go's shell and list kept", `await caches.match("/go") && await caches.match("/app/api/me/workouts")`)
 	})
 
 	t.Run("directory sign-in", func(t *testing.T) {

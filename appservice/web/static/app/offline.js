@@ -25,10 +25,19 @@ export async function installOffline() {
   } catch {
     return; // Go works as before, only not offline.
   }
-  if (navigator.serviceWorker.controller) return; // the page's answers went through it
+  if (loadedThroughWorker()) return; // the worker kept the page's answers as they came
   const { active } = await navigator.serviceWorker.ready;
   const urls = [location.href, ...performance.getEntriesByType("resource").map((e) => e.name)];
   await ask(active, { type: "seen", urls });
+}
+
+// loadedThroughWorker says whether a service worker answered this page's own load. A
+// worker that takes the page over later (its clients.claim() while the page boots: the
+// first Go page after the link, over HTTPS most often) controls the page, but never saw
+// the shell the page came with, which would then not be kept offline.
+function loadedThroughWorker() {
+  const nav = performance.getEntriesByType("navigation")[0];
+  return nav ? nav.workerStart > 0 : Boolean(navigator.serviceWorker.controller);
 }
 
 // forgetOffline drops what Go's worker keeps (every go-* cache), through the worker when it
