@@ -15,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/pipe"
 	"github.com/partnergate/partnergate/webwrapper/signon"
 )
@@ -161,6 +162,50 @@ func TestDeviceSignOn(t *testing.T) {
 	p.screenshot(t, "after-close")
 	if !eval[bool](t, p, `!!document.getElementById("password")`) {
 		t.Errorf("the start after close is signed in as %q, want the sign-in page", p.text(t, "#account"))
+	}
+	w.end(t)
+}
+
+// TestRememberOffEndsDeviceSignOn: the IT department turns RememberLoggedInUser off on a
+// computer whose wrapper kept a device sign-on. The next start forgets the link and ends
+// the device sign-on at the service as well: it asks for the password, and a copy of the
+// kept credential (a backup of the profile) no longer signs anyone in.
+func TestRememberOffEndsDeviceSignOn(t *testing.T) {
+	s := startStack(t)
+	d := newDesktop(t, s, nil)
+	const external = `CLINIC\asa`
+	w, _ := signedIn(t, d, arguments, "signon="+external)
+	kept := d.waitCredential(t, external, "")
+	inst, err := d.links().Installation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.end(t)
+
+	c := d.userConfig(t)
+	c.SetBool(config.RememberLoggedInUser, false)
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	w = d.start(t, arguments, "signon="+external)
+	p := w.attach(t)
+	p.waitFor(t, "a page after RememberLoggedInUser was turned off", pageShown)
+	if !eval[bool](t, p, `!!document.getElementById("password")`) {
+		t.Errorf("the start with RememberLoggedInUser off is signed in as %q, want the sign-in page", p.text(t, "#account"))
+	}
+	if _, ok, _ := d.links().Get(external); ok {
+		t.Error("with RememberLoggedInUser off signon.json still links the external user")
+	}
+	body, _ := json.Marshal(map[string]string{"credential": kept, "externalUser": external, "installation": inst})
+	res, err := http.Post(s.Gateway.URL+"/app/device/signin", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused struct{ Code string }
+	_ = json.NewDecoder(res.Body).Decode(&refused)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || refused.Code != "device_signon_invalid" {
+		t.Errorf("the kept credential after RememberLoggedInUser was turned off = %d %q, want 401 device_signon_invalid", res.StatusCode, refused.Code)
 	}
 	w.end(t)
 }

@@ -43,7 +43,7 @@ func (w *wrapper) run(ctx context.Context, start provider.Start, inst *instance.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opts, external, signOutURL := w.startOptions(start)
-	links := w.links()
+	links := w.links(ctx, opts.ServiceURL)
 	device := w.device(links, opts.ServiceURL)
 	if device != nil && external != "" {
 		// The device sign-on signs the external user in before the window opens, so
@@ -255,15 +255,22 @@ func (w *wrapper) openWindow(ctx context.Context, o engine.Options) (engine.Engi
 }
 
 // links are the single sign-on links beside user.config; RememberLoggedInUser off
-// removes them.
-func (w *wrapper) links() *signon.Store {
+// removes them, and ends their device sign-ons at the service at serviceURL.
+func (w *wrapper) links(ctx context.Context, serviceURL string) *signon.Store {
 	path, err := config.UserPath(vendor, product)
 	if err != nil {
 		return nil
 	}
 	s := signon.Open(filepath.Join(filepath.Dir(path), signon.FileName))
 	if !w.cfg.Bool(config.RememberLoggedInUser) {
-		if err := s.Clear(); err != nil {
+		if d := w.device(s, serviceURL); d != nil {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			err = d.ForgetAll(ctx)
+		} else {
+			err = s.Clear()
+		}
+		if err != nil {
 			w.log.Warn("removing the sign-on links", "error", err)
 		}
 		return nil

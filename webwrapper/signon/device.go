@@ -304,3 +304,26 @@ func (d *Device) Forget(ctx context.Context, external string) {
 		d.log().Error("forgetting the sign-on link", "error", err)
 	}
 }
+
+// ForgetAll ends every device sign-on the store keeps at the service and removes every
+// link (RememberLoggedInUser turned off): a sign-on that is no longer remembered here must
+// not stay usable by a copy of the file either. A device sign-on the service cannot be
+// told of is logged, and removed here all the same; the instructor can revoke it from the
+// application's list of signed-in desktops.
+func (d *Device) ForgetAll(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	secrets, err := d.Store.credentials()
+	if err != nil {
+		d.log().Warn("the device sign-ons cannot be read to end them at the service", "error", err)
+	}
+	for _, secret := range secrets {
+		if err := d.Client.SignOut(ctx, secret); err != nil {
+			d.log().Warn("ending a device sign-on at the service", "error", err)
+		}
+	}
+	if len(secrets) > 0 {
+		d.log().Info("device sign-ons ended: RememberLoggedInUser is off", "count", len(secrets))
+	}
+	return d.Store.Clear()
+}

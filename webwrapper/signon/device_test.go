@@ -151,3 +151,38 @@ func TestDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetAll: turning RememberLoggedInUser off ends every device sign-on kept at the
+// service, not only here, and removes every link, one without a device sign-on as well.
+func TestForgetAll(t *testing.T) {
+	f := &fakeService{valid: map[string]bool{"credential-a": true, "credential-b": true}, used: map[string]bool{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	store := Open(filepath.Join(wintest.TempDir(t), FileName))
+	d := &Device{Store: store, Client: &Client{Service: srv.URL}, Computer: "PC-17"}
+	for external, secret := range map[string]string{`CLINIC\asa`: "credential-a", `CLINIC\bo`: "credential-b", `CLINIC\cai`: ""} {
+		if err := store.SetCredential(external, Link{AccountID: 7, Username: "instructor"}, secret); err != nil {
+			t.Fatal(err)
+		}
+		if secret == "" {
+			if err := store.Remember(external, Link{AccountID: 8, Username: "other"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	if err := d.ForgetAll(context.Background()); err != nil {
+		t.Fatalf("ForgetAll: %v", err)
+	}
+	if len(f.valid) != 0 {
+		t.Errorf("after ForgetAll the service still accepts %v", f.valid)
+	}
+	if n := len(f.requests); n != 2 {
+		t.Errorf("the service was asked %d times, want a sign-out of each device sign-on:\n%s", n, strings.Join(f.requests, "\n"))
+	}
+	for _, external := range []string{`CLINIC\asa`, `CLINIC\bo`, `CLINIC\cai`} {
+		if l, ok, err := store.Get(external); ok || err != nil {
+			t.Errorf("after ForgetAll %s is still linked: %+v, %v", external, l, err)
+		}
+	}
+}

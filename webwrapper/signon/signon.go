@@ -149,7 +149,33 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// Clear removes every link (RememberLoggedInUser turned off).
+// credentials returns the secret of every device sign-on kept; one this system cannot
+// open is left out, with the error.
+func (s *Store) credentials() ([]string, error) {
+	s.mu.Lock()
+	f, err := s.read()
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var secrets []string
+	var errs []error
+	for _, l := range f.Links {
+		if l.Sealed == "" {
+			continue
+		}
+		secret, err := unseal(l.Sealed)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		secrets = append(secrets, secret)
+	}
+	return secrets, errors.Join(errs...)
+}
+
+// Clear removes every link (RememberLoggedInUser turned off; Device.ForgetAll ends their
+// device sign-ons at the service first).
 func (s *Store) Clear() error {
 	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing sign-on links: %w", err)
