@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -27,10 +29,17 @@ const hostBinding = "svcHost"
 // debugPort is the DevTools port of the Debug setting (LIM-3).
 const debugPort = "9223"
 
-// splash is the first document of the window. The app window opens on it, not on the
+// splash is the first document of the window, titled title (the window's title until the
+// application's page loads; "Loading" when empty). The app window opens on it, not on the
 // application, so that window.svcHost exists before the application's scripts run; an
 // --app window needs a real document (about:blank opens a tabbed window).
-const splash = "data:text/html;charset=utf-8,<!doctype html><title>Loading</title>"
+func splash(title string) string {
+	if title == "" {
+		title = "Loading"
+	}
+	doc := "<!doctype html><title>" + html.EscapeString(title) + "</title>"
+	return "data:text/html;charset=utf-8," + url.PathEscape(doc)
+}
 
 // Chrome is the engine of the EoWebBrowser and WebViewBrowser settings: a Chromium-family
 // browser (Chromium, Chrome, Edge) in --app mode, driven over the DevTools protocol with
@@ -164,7 +173,7 @@ func allocatorOptions(exe string, o Options) []chromedp.ExecAllocatorOption {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("app", splash),
+		chromedp.Flag("app", splash(o.LoadingTitle)),
 	}
 	if o.ProfileDir != "" {
 		opts = append(opts, chromedp.UserDataDir(o.ProfileDir))

@@ -437,3 +437,25 @@ func TestChromeCookiesHTTPS(t *testing.T) {
 		t.Fatal("the window requested no page")
 	}
 }
+
+// TestSplash: the window's first document is titled in the person's language, markup in
+// the title stays text, and it is a data: URL the browser opens as one document.
+func TestSplash(t *testing.T) {
+	for _, c := range []struct{ title, want string }{
+		{"Laster inn", "<!doctype html><title>Laster inn</title>"},
+		{"Indlæser", "<!doctype html><title>Indlæser</title>"},
+		{"", "<!doctype html><title>Loading</title>"},
+		{"<b>&", "<!doctype html><title>&lt;b&gt;&amp;</title>"},
+	} {
+		u := splash(c.title)
+		doc, ok := strings.CutPrefix(u, "data:text/html;charset=utf-8,")
+		if !ok || strings.ContainsAny(doc, " #?") {
+			t.Errorf("splash(%q) = %q, want a data: URL with nothing unescaped that ends or splits it", c.title, u)
+			continue
+		}
+		if got, err := url.PathUnescape(doc); err != nil || got != c.want {
+			t.Errorf("splash(%q) holds %q, %v; want %q", c.title, got, err, c.want)
+		}
+	}
+}
+

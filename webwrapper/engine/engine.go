@@ -37,6 +37,9 @@ type Options struct {
 	// Language is the browser's language (the Culture setting), e.g. "nb-NO"; empty keeps
 	// the operating system's.
 	Language string
+	// LoadingTitle is the window's title until the first page loads, in the person's
+	// language; empty is "Loading".
+	LoadingTitle string
 	// Debug opens the DevTools port 9223 on 127.0.0.1 (the spec's LIM-3); otherwise the
 	// wrapper talks to the browser over a pipe and opens no port.
 	Debug bool

@@ -116,7 +116,7 @@ func TestEngineOptions(t *testing.T) {
 	want := engine.Options{
 		URL: "https://svc.example/app/signin", ServiceURL: "https://svc.example/app/signin", ProfileDir: filepath.Join(dir, "profile"),
 		Bounds: engine.Bounds{Left: 10, Top: 20, Width: 800, Height: 600}, Zoom: 1.25,
-		Language: "nb-NO", Debug: true, Browser: "/usr/bin/chromium", PreferEdge: true, ExtraFlags: []string{"--headless=new"},
+		Language: "nb-NO", LoadingTitle: "Laster inn", Debug: true, Browser: "/usr/bin/chromium", PreferEdge: true, ExtraFlags: []string{"--headless=new"},
 		KeepSession: true, // RememberLoggedInUser's default
 	}
 	if !reflect.DeepEqual(got, want) || warning != "" {

@@ -199,10 +199,13 @@ func (w *wrapper) engineOptions() (engine.Options, string) {
 		Maximized:  w.cfg.Bool(config.Maximized),
 		Zoom:       w.cfg.Zoom(),
 		Language:   w.cfg.String(config.Culture),
-		Debug:      w.cfg.Bool(config.Debug),
-		Browser:    w.o.Browser,
-		PreferEdge: e == config.WebViewBrowser,
-		ExtraFlags: w.o.BrowserFlags,
+		// The title the window has until the service's page comes, in the language the
+		// wrapper's own messages are in.
+		LoadingTitle: i18n.T(i18n.Choose(w.cfg.String(config.Culture), alert.Language()), "webwrapper.loading"),
+		Debug:        w.cfg.Bool(config.Debug),
+		Browser:      w.o.Browser,
+		PreferEdge:   e == config.WebViewBrowser,
+		ExtraFlags:   w.o.BrowserFlags,
 		// The single sign-on keeps the session of the window's profile across relaunches.
 		KeepSession: w.cfg.Bool(config.RememberLoggedInUser) || w.cfg.Bool(config.SignonWithWindowsUser),
 	}
