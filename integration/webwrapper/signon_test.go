@@ -38,6 +38,23 @@ func (d *desktop) waitCredential(t *testing.T, external, before string) string {
 	return secret
 }
 
+// wantRefused presents credential to the service's device sign-in as external of the
+// installation inst, as someone with a copy of it would, and wants it refused.
+func wantRefused(t *testing.T, service, what, credential, external, inst string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"credential": credential, "externalUser": external, "installation": inst})
+	res, err := http.Post(service+"/app/device/signin", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused struct{ Code string }
+	_ = json.NewDecoder(res.Body).Decode(&refused)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || refused.Code != "device_signon_invalid" {
+		t.Errorf("%s = %d %q, want 401 device_signon_invalid", what, res.StatusCode, refused.Code)
+	}
+}
+
 // endSessions deletes every session of the service, as their end (12 hours, a night)
 // would: what signs the wrapper in next is its device sign-on or nothing.
 func endSessions(t *testing.T, database string) {
@@ -122,17 +139,7 @@ func TestDeviceSignOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]string{"credential": first, "externalUser": external, "installation": inst})
-	res, err := http.Post(s.Gateway.URL+"/app/device/signin", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused struct{ Code string }
-	_ = json.NewDecoder(res.Body).Decode(&refused)
-	res.Body.Close()
-	if res.StatusCode != http.StatusUnauthorized || refused.Code != "device_signon_invalid" {
-		t.Errorf("a used credential again = %d %q, want 401 device_signon_invalid", res.StatusCode, refused.Code)
-	}
+	wantRefused(t, s.Gateway.URL, "a used credential again", first, external, inst)
 	w.end(t)
 	endSessions(t, s.Database)
 	w = d.start(t, arguments, "signon="+external)
@@ -196,16 +203,6 @@ func TestRememberOffEndsDeviceSignOn(t *testing.T) {
 	if _, ok, _ := d.links().Get(external); ok {
 		t.Error("with RememberLoggedInUser off signon.json still links the external user")
 	}
-	body, _ := json.Marshal(map[string]string{"credential": kept, "externalUser": external, "installation": inst})
-	res, err := http.Post(s.Gateway.URL+"/app/device/signin", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused struct{ Code string }
-	_ = json.NewDecoder(res.Body).Decode(&refused)
-	res.Body.Close()
-	if res.StatusCode != http.StatusUnauthorized || refused.Code != "device_signon_invalid" {
-		t.Errorf("the kept credential after RememberLoggedInUser was turned off = %d %q, want 401 device_signon_invalid", res.StatusCode, refused.Code)
-	}
+	wantRefused(t, s.Gateway.URL, "the kept credential after RememberLoggedInUser was turned off", kept, external, inst)
 	w.end(t)
 }
