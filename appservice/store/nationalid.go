@@ -30,8 +30,8 @@ type NationalIDSignedIn struct {
 // A member without an account (known from main-client links only) gets the account a Go
 // link would have made, named and mailed as the record the member was created with (or
 // else its oldest record) says. Members are one per partner (resolveMemberOf); a number
-// that several partners' members carry signs in to one of them: the one with an account,
-// the oldest first. A number no member has is ErrNationalIDUnknown, and nothing is
+// that several partners' members carry signs in to one of them, the one with an account,
+// the oldest first, and the session sees the plans of all of them (sessionPlans). A number no member has is ErrNationalIDUnknown, and nothing is
 // written. The number itself is never stored or returned; only its hash is read.
 func (s *Store) SignInByNationalID(ctx context.Context, n nationalid.Number) (*NationalIDSignedIn, error) {
 	if n.Digits() == "" {

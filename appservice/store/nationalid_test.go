@@ -168,3 +168,50 @@ func TestSignInByNationalIDPartners(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInByNationalIDEveryPartner: a human two partners know (a clinic's Go link of
+// partner demo, a gym's main-client link of partner gym: two members, one per partner,
+// with one number) signs in with the eID and sees the plans of both; the clinic's Go link
+// still sees its own organization's plan only, and the gym's plan stays out of its reach.
+func TestSignInByNationalIDEveryPartner(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.open(t, newClock())
+			goA := mustResolve(t, s, clinicLink(linkspec.KindGo, "org-a", "Clinic A", kariAtA()))
+			gymLink := clinicLink(linkspec.KindMain, "gym-1", "Gym One", kariAtB())
+			gymLink.Partner = "gym"
+			gym := mustResolve(t, s, gymLink)
+			if gym.MemberID == goA.MemberID {
+				t.Fatalf("two partners' links made one member %d, want one per partner", gym.MemberID)
+			}
+			planA, planGym := mustPlan(t, s, goA, "Plan from A"), mustPlan(t, s, gym, "Plan from the gym")
+
+			in, err := s.SignInByNationalID(ctx, eidNumber(t, s, nationalid.Norway, kariSSN))
+			if err != nil {
+				t.Fatalf("SignInByNationalID = %v", err)
+			}
+			if in.Session.Account.ID != goA.AccountID {
+				t.Errorf("eID sign-in = account %d, want the Go link's %d", in.Session.Account.ID, goA.AccountID)
+			}
+			ws, err := s.MemberWorkouts(ctx, in.Session)
+			if err != nil || len(ws) != 2 || ws[0].ID != planGym.ID || ws[1].ID != planA.ID {
+				t.Errorf("MemberWorkouts(eID session) = %s, %v, want the gym's and clinic A's plans", titles(ws), err)
+			}
+			if w, err := s.MemberWorkout(ctx, in.Session, planGym.ID); err != nil || w.ID != planGym.ID {
+				t.Errorf("MemberWorkout(eID session, the gym's plan) = %+v, %v", w, err)
+			}
+
+			link, err := s.ExchangeCode(ctx, goA.Code)
+			if err != nil {
+				t.Fatalf("the Go link's sign-in: %v", err)
+			}
+			if ws, err := s.MemberWorkouts(ctx, link.Session); err != nil || len(ws) != 1 || ws[0].ID != planA.ID {
+				t.Errorf("MemberWorkouts(clinic A's Go link) = %s, %v, want A's plan only", titles(ws), err)
+			}
+			if _, err := s.MemberWorkout(ctx, link.Session, planGym.ID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("MemberWorkout(clinic A's Go link, the gym's plan) = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}

@@ -188,7 +188,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), tokenHash, accountID, employeeID, orgID, p
 
 // NationalEIDSignIn starts a session of a member account for a holder who proved with a
 // national electronic ID that they are the member: its scope is every organization of the
-// member (ScopeMember), where a link's session sees its own organization's plans only. The
+// member, and of every other partner's member with the member's number (ScopeMember),
+// where a link's session sees its own organization's plans only. The
 // session has no organization and no person in focus. A memberAccountID that names no
 // member account with a member is ErrNotFound. The national eID sign-in calls it through
 // SignInByNationalID, which matches the eID's number to the member first.

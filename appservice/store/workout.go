@@ -385,13 +385,21 @@ func (s *Store) accountMember(ctx context.Context, memberAccountID int64) (int64
 }
 
 // memberPlans is the condition on w for the plans made for a member: for any of its
-// records, in every organization.
+// records, in every organization of its partner.
 const memberPlans = `w.is_template = 0 AND w.person_id IN (SELECT id FROM persons WHERE member_id = ?)`
 
+// provenPlans is the condition on w for the plans made for the human whose national
+// identity number a member carries: the member's own, and those of every other partner's
+// member with the same number (members are one per partner). A member without a number
+// has its own only.
+const provenPlans = `w.is_template = 0 AND w.person_id IN (SELECT p.id FROM persons p JOIN members m ON m.id = p.member_id
+WHERE m.id = ? OR m.ssn_hash = (SELECT ssn_hash FROM members WHERE id = ?))`
+
 // sessionPlans is the condition on w, and its arguments, for the plans a member's session
-// sees: the member's plans of the session's organization, or with ScopeMember of every
-// organization. Any other session, and a retired member account (migration 0005), is
-// ErrNotFound.
+// sees: the member's plans of the session's organization, or with ScopeMember (the holder
+// proved the member's number with a national eID) the plans of every organization of every
+// partner for that number. Any other session, and a retired member account (migration
+// 0005), is ErrNotFound.
 func (s *Store) sessionPlans(ctx context.Context, sess *Session) (string, []any, error) {
 	if sess == nil || sess.Account == nil || sess.Account.Role != RoleMember {
 		return "", nil, ErrNotFound
@@ -402,7 +410,7 @@ func (s *Store) sessionPlans(ctx context.Context, sess *Session) (string, []any,
 	}
 	switch {
 	case sess.Scope == ScopeMember:
-		return memberPlans, []any{member}, nil
+		return provenPlans, []any{member, member}, nil
 	case sess.Organization != nil:
 		return memberPlans + ` AND w.organization_id = ?`, []any{member, sess.Organization.ID}, nil
 	}
