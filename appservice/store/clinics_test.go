@@ -276,7 +276,8 @@ func TestGoLinkSeesItsOwnClinicsPlans(t *testing.T) {
 
 // TestMemberFoundBySSNOnly: the member is one per human across clinics whether a clinic's
 // first link is a main link or a Go link, and only within the partner: another partner's
-// link with the same ssn is another member.
+// link with the same ssn is another member, whose link sees nothing of the first partner's;
+// only a national eID session joins them.
 func TestMemberFoundBySSNOnly(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -309,8 +310,17 @@ func TestMemberFoundBySSNOnly(t *testing.T) {
 			if other.AccountID == goA.AccountID || !other.AccountCreated {
 				t.Errorf("another partner's Go link = account %d (created %v), want a new account, not %d", other.AccountID, other.AccountCreated, goA.AccountID)
 			}
-			if ws, err := s.MemberWorkouts(ctx, eidSession(t, s, other.AccountID)); err != nil || len(ws) != 0 {
-				t.Errorf("another partner's member sees %d plans, %v, want none", len(ws), err)
+			link, err := s.ExchangeCode(ctx, other.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws, err := s.MemberWorkouts(ctx, link.Session); err != nil || len(ws) != 0 {
+				t.Errorf("another partner's Go link sees %s, %v, want none of the first partner's plans", titles(ws), err)
+			}
+			// The human's own proof of the number (a national eID) sees the plans every
+			// partner made for it, whichever partner's member it signs in to.
+			if _, err := s.MemberWorkout(ctx, eidSession(t, s, other.AccountID), planC.ID); err != nil {
+				t.Errorf("MemberWorkout(the other partner's member's eID session, C's plan) = %v, want the proven human to see it", err)
 			}
 		})
 	}
