@@ -458,4 +458,3 @@ func TestSplash(t *testing.T) {
 		}
 	}
 }
-
