@@ -14,6 +14,7 @@ var (
 	procGetWindowText = user32.NewProc("GetWindowTextW")
 	procGetDlgItem    = user32.NewProc("GetDlgItem")
 	procPostMessage   = user32.NewProc("PostMessageW")
+	procIsVisible     = user32.NewProc("IsWindowVisible")
 )
 
 const (
@@ -26,8 +27,11 @@ const (
 // MessageBox is a message box on the desktop, as a person sees it, found from outside.
 type MessageBox uintptr
 
-// FindMessageBox returns the top-level message box (a dialog window) of process pid, 0
-// when it has none (yet: a test polls, the desktop has no event for it here).
+// FindMessageBox returns the top-level message box (a dialog window) of process pid that
+// a person sees, 0 when it has none (yet: a test polls, the desktop has no event for it
+// here). A box is shown once its dialog has set its caption and text (WM_INITDIALOG):
+// the dialog window exists before, empty, and a box read then said nothing (the Wine step
+// failed so once).
 func FindMessageBox(pid uint32) MessageBox {
 	var found MessageBox
 	cb := syscall.NewCallback(func(h windows.HWND, _ uintptr) uintptr {
@@ -37,7 +41,7 @@ func FindMessageBox(pid uint32) MessageBox {
 		}
 		var class [64]uint16
 		n, _, _ := procGetClassName.Call(uintptr(h), uintptr(unsafe.Pointer(&class[0])), uintptr(len(class)))
-		if windows.UTF16ToString(class[:n]) == dialogClass {
+		if windows.UTF16ToString(class[:n]) == dialogClass && visible(uintptr(h)) {
 			found = MessageBox(h)
 			return 0
 		}
@@ -58,6 +62,12 @@ func (b MessageBox) Text() string {
 
 // PressOK presses the box's OK, as the person would.
 func (b MessageBox) PressOK() { procPostMessage.Call(uintptr(b), wmCommand, idOK, 0) }
+
+// visible reports whether window h is shown (WS_VISIBLE on it and its parents).
+func visible(h uintptr) bool {
+	shown, _, _ := procIsVisible.Call(h)
+	return shown != 0
+}
 
 // windowText is a window's text: a caption, or a control's text.
 func windowText(h uintptr) string {
