@@ -119,6 +119,7 @@ func TestHTTPS(t *testing.T) {
 		if loc := eval[string](t, ctx, "location.href"); loc != s.gateway.URL+"/go" {
 			t.Errorf("Go link landed on %s, want %s/go", loc, s.gateway.URL)
 		}
+		waitView(t, ctx, "my-plans")
 		screenshot(t, ctx, "go-link")
 		wantHostCookies(t, ctx, s, network.CookieSameSiteNone, "pg_session", "pg_csrf", "pg_device")
 		wantHSTS(t, ctx, s, "/go", "#member")
