@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partnergate/partnergate/internal/wintest"
+	"github.com/partnergate/partnergate/webwrapper/engine/enginetest"
 	"github.com/partnergate/partnergate/webwrapper/signon"
 )
 
@@ -70,19 +71,28 @@ func waitCredential(t *testing.T, links *signon.Store, external, want string) {
 	t.Fatalf("device sign-on of %s = %q (%v), want %q", external, got, err, want)
 }
 
-// TestDeviceSignOnIssued: the page's sign-in of a linked external user gets the device
-// sign-on with the window's session token, once; the page's sign-out ends it at the
-// service and forgets it, and so does close.
-func TestDeviceSignOnIssued(t *testing.T) {
+// signedInWithDevice starts the wrapper's app with a device sign-on for DOMAIN\asa on
+// computer PC-17, against a service that issues one (deviceService), and signs the page in
+// with a fresh session: the link then holds credential-1.
+func signedInWithDevice(t *testing.T) (*deviceService, *signon.Store, *App, *enginetest.Engine) {
+	t.Helper()
 	f := &deviceService{}
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
 	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}, Computer: "PC-17"}
 	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
 	eng.SetCookies([]*http.Cookie{{Name: "pg_csrf", Value: "x"}, {Name: "pg_session", Value: "fresh-session"}})
 	signIn(eng, 7)
 	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
+	return f, links, a, eng
+}
+
+// TestDeviceSignOnIssued: the page's sign-in of a linked external user gets the device
+// sign-on with the window's session token, once; the page's sign-out ends it at the
+// service and forgets it, and so does close.
+func TestDeviceSignOnIssued(t *testing.T) {
+	f, links, a, eng := signedInWithDevice(t)
 	signIn(eng, 7) // a page loaded again: the device sign-on is held already
 	waitState(t, a, true)
 	eng.Emit("signedOut", map[string]any{})
@@ -115,16 +125,8 @@ func TestDeviceSignOnIssued(t *testing.T) {
 // TestSignOutRunsOn: the tray's "Sign out" signs the page out and ends the device
 // sign-on at the service with the link, and the wrapper runs on.
 func TestSignOutRunsOn(t *testing.T) {
-	f := &deviceService{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
-	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}}
-	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
-	eng.SetCookies([]*http.Cookie{{Name: "pg_session", Value: "fresh-session"}})
+	f, links, a, eng := signedInWithDevice(t)
 	eng.Handle("signOut", func([]any) (any, error) { return nil, nil })
-	signIn(eng, 7)
-	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
 	a.SignOut(context.Background())
 	if _, ok, _ := links.Get(`DOMAIN\asa`); ok {
 		t.Error("Sign out kept the link")
@@ -154,15 +156,7 @@ func TestSignOutRunsOn(t *testing.T) {
 // the new session; a session that ends again within a minute is left to the password;
 // the person's own sign-out (reason "signout") still ends the device sign-on.
 func TestSessionEndedSignsInAgain(t *testing.T) {
-	f := &deviceService{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	links := signon.Open(filepath.Join(wintest.TempDir(t), signon.FileName))
-	device := &signon.Device{Store: links, Client: &signon.Client{Service: srv.URL}}
-	a, eng := start(t, Options{Links: links, Device: device, External: `DOMAIN\asa`, Wait: 5 * time.Second})
-	eng.SetCookies([]*http.Cookie{{Name: "pg_session", Value: "fresh-session"}})
-	signIn(eng, 7)
-	waitCredential(t, links, `DOMAIN\asa`, "credential-1")
+	f, links, a, eng := signedInWithDevice(t)
 
 	eng.Emit("signedOut", map[string]any{"reason": "ended"})
 	waitCredential(t, links, `DOMAIN\asa`, "credential-2")

@@ -19,7 +19,6 @@ import (
 	"github.com/partnergate/partnergate/webwrapper/alert"
 	"github.com/partnergate/partnergate/webwrapper/config"
 	"github.com/partnergate/partnergate/webwrapper/engine"
-	"github.com/partnergate/partnergate/webwrapper/instance"
 	"github.com/partnergate/partnergate/webwrapper/provider"
 )
 
@@ -90,11 +89,10 @@ func noBrowser(t *testing.T) {
 	}
 }
 
-// The wrapper without a browser tells the person to install one, in the start's culture,
-// naming the browsers it can use; with Log=True the failure is in the log file, in a
-// folder under the temporary folder, which the message names.
-func TestNoBrowserTold(t *testing.T) {
-	home := userDirs(t)
+// privateTemp makes the folder tmp under home the temporary folder of every platform's
+// convention (TMPDIR, TMP, TEMP), where the Log setting's folder goes, and returns it.
+func privateTemp(t *testing.T, home string) string {
+	t.Helper()
 	tmp := filepath.Join(home, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		t.Fatal(err)
@@ -102,6 +100,15 @@ func TestNoBrowserTold(t *testing.T) {
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
 		t.Setenv(k, tmp)
 	}
+	return tmp
+}
+
+// The wrapper without a browser tells the person to install one, in the start's culture,
+// naming the browsers it can use; with Log=True the failure is in the log file, in a
+// folder under the temporary folder, which the message names.
+func TestNoBrowserTold(t *testing.T) {
+	home := userDirs(t)
+	tmp := privateTemp(t, home)
 	userSettings(t, config.Log, "True", config.Culture, "sv-SE", config.CheckForUpdates, "False")
 	noBrowser(t)
 	s := newShown()
@@ -134,13 +141,7 @@ func TestNoBrowserTold(t *testing.T) {
 // Without Log (and Debug) there is no log file, and the message names none.
 func TestNoLogFileByDefault(t *testing.T) {
 	home := userDirs(t)
-	tmp := filepath.Join(home, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
-		t.Setenv(k, tmp)
-	}
+	tmp := privateTemp(t, home)
 	userSettings(t, config.Culture, "en-GB", config.CheckForUpdates, "False")
 	noBrowser(t)
 	s := newShown()
@@ -269,25 +270,11 @@ func TestRefusedStartTold(t *testing.T) {
 // starts the wrapper for every patient.
 func TestHandOverWritesNoLog(t *testing.T) {
 	home := userDirs(t)
-	tmp := filepath.Join(home, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
-		t.Setenv(k, tmp)
-	}
+	tmp := privateTemp(t, home)
 	userSettings(t, config.Log, "True")
-	dir, err := instance.Dir(vendor, product)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	primary, inst, err := instance.Acquire(ctx, dir, nil)
-	if err != nil || !primary {
-		t.Fatalf("Acquire = %v, %v", primary, err)
-	}
-	defer inst.Close()
+	inst := runningWrapper(t, ctx)
 	s := newShown()
 	if code := Run(ctx, []string{"culture=nb-NO"}, Options{Stderr: io.Discard, Alert: s.show}); code != ExitOK {
 		t.Fatalf("second start = %d, want 0", code)

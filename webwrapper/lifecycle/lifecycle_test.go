@@ -48,21 +48,29 @@ func TestUnknownProvider(t *testing.T) {
 	}
 }
 
-// A second start hands its command line to the running wrapper, as its provider reads it:
-// the input.xml path made absolute, since the running wrapper's working folder differs.
-func TestSecondStartForwards(t *testing.T) {
-	userDirs(t)
+// runningWrapper holds the instance lock of the test's user as the running wrapper does,
+// so that the test's Run is a later start; it is released when the test ends.
+func runningWrapper(t *testing.T, ctx context.Context) *instance.Instance {
+	t.Helper()
 	dir, err := instance.Dir(vendor, product)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	primary, inst, err := instance.Acquire(ctx, dir, nil)
 	if err != nil || !primary {
 		t.Fatalf("Acquire = %v, %v", primary, err)
 	}
-	defer inst.Close()
+	t.Cleanup(func() { inst.Close() })
+	return inst
+}
+
+// A second start hands its command line to the running wrapper, as its provider reads it:
+// the input.xml path made absolute, since the running wrapper's working folder differs.
+func TestSecondStartForwards(t *testing.T) {
+	userDirs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inst := runningWrapper(t, ctx)
 	xml := filepath.Join(wintest.TempDir(t), "input.xml")
 	t.Chdir(filepath.Dir(xml))
 	var stderr bytes.Buffer
