@@ -160,15 +160,13 @@ func TestForgetAll(t *testing.T) {
 	defer srv.Close()
 	store := Open(filepath.Join(wintest.TempDir(t), FileName))
 	d := &Device{Store: store, Client: &Client{Service: srv.URL}, Computer: "PC-17"}
-	for external, secret := range map[string]string{`CLINIC\asa`: "credential-a", `CLINIC\bo`: "credential-b", `CLINIC\cai`: ""} {
+	for external, secret := range map[string]string{`CLINIC\asa`: "credential-a", `CLINIC\bo`: "credential-b"} {
 		if err := store.SetCredential(external, Link{AccountID: 7, Username: "instructor"}, secret); err != nil {
 			t.Fatal(err)
 		}
-		if secret == "" {
-			if err := store.Remember(external, Link{AccountID: 8, Username: "other"}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	}
+	if err := store.Remember(`CLINIC\cai`, Link{AccountID: 8, Username: "other"}); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := d.ForgetAll(context.Background()); err != nil {
